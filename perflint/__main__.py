@@ -1,0 +1,5 @@
+from __future__ import annotations
+
+from perflint.cli import entry_point
+
+entry_point()

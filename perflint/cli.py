@@ -1,0 +1,53 @@
+"""Command line: `main(argv) -> int` so tests call it directly (DESIGN §7 exit codes)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from perflint import __version__
+from perflint.commands import COMMANDS
+from perflint.errors import PerflintError
+
+EXIT_OK, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        # argparse exits 2 with usage on stderr; keep that, but one clear line.
+        self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="perflint", description="Performance linter and CI gate for GPU profiler traces.")
+    parser.add_argument("--version", action="version", version=f"perflint {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, module in COMMANDS.items():
+        module.add_parser(sub, name)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    if not args.command:
+        parser.print_help(sys.stderr)
+        return EXIT_ERROR
+    try:
+        return int(COMMANDS[args.command].run(args))
+    except PerflintError as exc:
+        if args.debug:
+            raise
+        print(f"perflint: error: {exc.line()}", file=sys.stderr)
+        return EXIT_ERROR
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+def entry_point() -> None:
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    sys.exit(code)

@@ -1,0 +1,9 @@
+"""CLI subcommands: each module has `add_parser(subparsers, name)` and `run(args) -> int`."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from perflint.commands import summary
+
+COMMANDS: dict[str, ModuleType] = {"summary": summary}

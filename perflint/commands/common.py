@@ -1,0 +1,37 @@
+"""Options and helpers shared by the commands that read traces."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from perflint.pipeline import Outcome, default_jobs
+
+
+def add_input_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="PATH", help="trace files (.json, .json.gz) or directories of rank files")
+    p.add_argument("--input-format", default=None, metavar="NAME", help="trace format, overriding detection (kineto)")
+    p.add_argument(
+        "--include-edge-steps",
+        action="store_true",
+        help="keep the first (warm-up) and last ProfilerStep, which are excluded by default",
+    )
+    p.add_argument(
+        "--jobs", "-j", type=int, default=None, metavar="N", help="worker processes for rank files (default: all cores)"
+    )
+
+
+def jobs_of(args: argparse.Namespace) -> int:
+    return args.jobs if args.jobs and args.jobs > 0 else default_jobs()
+
+
+def report_errors(outcomes: list[Outcome], debug: bool) -> bool:
+    """Print one line per failed trace on stderr; True when any failed."""
+    failed = False
+    for o in outcomes:
+        if o.error:
+            failed = True
+            print(f"perflint: error: {o.error}", file=sys.stderr)
+            if debug and o.debug:
+                print(o.debug, file=sys.stderr)
+    return failed

@@ -1,0 +1,63 @@
+"""`perflint summary`: the metrics performance engineers know, per trace (rank)."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+from typing import Any
+
+import orjson
+
+from perflint import __version__
+from perflint.commands.common import add_input_options, jobs_of, report_errors
+from perflint.metrics.summary import summarize
+from perflint.model import Trace
+from perflint.pipeline import run as run_pipeline
+from perflint.report.summary_text import render_summary
+
+SCHEMA_VERSION = 1
+
+
+def add_parser(sub: Any, name: str) -> None:
+    p = sub.add_parser(name, help="print GPU/kernel metrics of traces (agrees with HTA and the TB plugin)")
+    add_input_options(p)
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument(
+        "--timeline",
+        action="store_true",
+        help="add the TensorBoard plugin's bucketed GPU-utilization / SM-efficiency series",
+    )
+    p.add_argument("--output", "-o", default=None, metavar="FILE", help="write to FILE instead of stdout")
+
+
+def _one(trace: Trace, include_edge_steps: bool, timeline: bool) -> dict[str, Any]:
+    out = summarize(trace, include_edge_steps=include_edge_steps)
+    if timeline:
+        from perflint.metrics.tb_gpu import gpu_timeline
+
+        out["timeline"] = gpu_timeline(trace)
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    fn = functools.partial(_one, include_edge_steps=args.include_edge_steps, timeline=args.timeline)
+    outcomes = run_pipeline(args.paths, fn, args.input_format, jobs_of(args))
+    failed = report_errors(outcomes, args.debug)
+    traces = [o.result for o in outcomes if o.error is None]
+    if args.format == "json":
+        doc = {
+            "schema_version": SCHEMA_VERSION,
+            "perflint_version": __version__,
+            "traces": traces,
+            "errors": [{"path": o.path, "error": o.error} for o in outcomes if o.error],
+        }
+        text = orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
+    else:
+        text = "\n\n".join(render_summary(t) for t in traces) + ("\n" if traces else "")
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        sys.stdout.write(text)
+    return 2 if failed else 0

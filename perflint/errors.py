@@ -1,0 +1,31 @@
+"""Errors that reach the user as one line and exit code 2 (DESIGN §7)."""
+
+from __future__ import annotations
+
+
+class PerflintError(Exception):
+    """A user-facing error: bad input, config or rule. Rendered as one line, exit code 2."""
+
+    def __init__(self, source: str, problem: str) -> None:
+        super().__init__(f"{source}: {problem}")
+        self.source = source
+        self.problem = problem
+
+    def line(self) -> str:
+        return f"{self.source}: {self.problem}"
+
+
+class InputError(PerflintError):
+    """A trace that cannot be read: truncated, corrupt, wrong format, missing fields."""
+
+
+class ConfigError(PerflintError):
+    """A configuration file that is invalid."""
+
+
+class RuleError(PerflintError):
+    """A rule file that is invalid."""
+
+
+class UsageError(PerflintError):
+    """Bad command-line usage."""

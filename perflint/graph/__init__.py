@@ -1,0 +1,1 @@
+"""The kernel/operator graph: links between the reader's tables."""

@@ -1,0 +1,147 @@
+"""Kernel classification by name: category (DESIGN §5) and Tensor Core use.
+
+Each unique kernel name is classified once; per-kernel arrays are gathered from that.
+The Tensor Core table is per vendor and architecture, not the stale 18-substring list.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from perflint.model import GPU_SYNC, KERNEL, MEMCPY, MEMSET, Trace
+
+CATEGORIES = (
+    "gemm",
+    "conv",
+    "attention",
+    "elementwise",
+    "reduction",
+    "normalization",
+    "communication",
+    "memcpy",
+    "memset",
+    "triton_pointwise",
+    "triton_reduction",
+    "triton_persistent_reduction",
+    "other",
+)
+CAT_INDEX = {c: i for i, c in enumerate(CATEGORIES)}
+SYNC_CATEGORY = -1  # device-side sync records: not work, never counted
+
+_COMM = re.compile(r"nccl|rccl|hccl|msccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv|c10d", re.I)
+_ATTN = re.compile(r"flash|fmha|attention|attn|sdpa|mha_|xformers|softmax_warp_backward_kernel_attn", re.I)
+_CONV = re.compile(
+    r"conv|fprop|dgrad|wgrad|implicit_convolve|winograd|igemm_(?:fwd|bwd|wrw)|gtcx|naive_conv|im2col|col2im",
+    re.I,
+)
+_GEMM = re.compile(
+    r"gemm|gemv|matmul|Cijk_|nvjet|wgmma|cublas|cutlass|xmma|h884|h1688|s1688|16816|hmma|dot_kernel|"
+    r"splitKreduce|triton_tem_|_mm_|bmm",
+    re.I,
+)
+_NORM = re.compile(r"norm|bn_fw|bn_bw|welford|rms", re.I)
+_REDUCE = re.compile(r"reduce|reduction|softmax|argmax|argmin|cumsum|scan|sum_kernel|topk|sort", re.I)
+_ELEMWISE = re.compile(
+    r"elementwise|vectorized|unrolled|pointwise|fill|copy|CatArray|index|gather|scatter|distribution|"
+    r"embedding|where|clamp|relu|gelu|silu|dropout|nchwToNhwc|nhwcToNchw|transpose|permute",
+    re.I,
+)
+
+# --- Tensor Cores -------------------------------------------------------------------------
+# Markers that mean the kernel issues MMA instructions, by vendor/architecture:
+#   Volta  sm70: h884 / s884, volta_h884gemm, cutlass *wmma_tensorop*
+#   Turing sm75: h1688 / s1688 / i8816, turing_h1688gemm
+#   Ampere sm80/86: *16816*, ampere_*_16816, cutlass_80_tensorop, sm80_xmma, tf32
+#   Ada    sm89: sm89_xmma, cutlass tensorop
+#   Hopper sm90: sm90_xmma, wgmma / gmma, nvjet (cuBLASLt), cutlass3x sm90
+#   Blackwell sm100/120: sm100_ / sm120_ xmma, nvjet, tcgen05, umma
+#   FlashAttention (all versions) uses mma.sync / wgmma
+#   AMD CDNA matrix cores: Tensile/hipBLASLt "_MI<M>x<N>x<K>", MFMA, MIOpen xdlops / gtcx
+_TC = re.compile(
+    r"h884|s884|h1688|s1688|i8816|16816|16832|hmma|imma|wmma|tensorop|xmma|wgmma|gmma|nvjet|tcgen05|umma|"
+    r"sm(?:80|86|87|89|90|90a|100|120)_|ampere_(?:h|bf16|fp16|s16816|tf32|i8)|turing_(?:h|i)|volta_h|tf32|"
+    r"flash|fmha|_MI\d+x\d+x\d+|mfma|xdlops|gtcx",
+    re.I,
+)
+# Names that say the opposite, checked first: FP32 SIMT GEMMs and GEMV/k=1 paths.
+_NOT_TC = re.compile(
+    r"volta_sgemm|turing_sgemm|ampere_sgemm|maxwell_sgemm|kepler_sgemm|magma_sgemm|_simt_|simt_|gemmk1|"
+    r"gemv|gemmSN|implicit_convolve_sgemm|dot_kernel|precomputed_convolve_sgemm|explicit_convolve_sgemm|"
+    r"fft2d|fft_",
+    re.I,
+)
+
+
+def kernel_category(name: str) -> str:
+    if name.startswith("triton_poi_"):
+        return "triton_pointwise"
+    if name.startswith("triton_red_"):
+        return "triton_reduction"
+    if name.startswith("triton_per_"):
+        return "triton_persistent_reduction"
+    if _COMM.search(name):
+        return "communication"
+    if _ATTN.search(name):
+        return "attention"
+    if _CONV.search(name):
+        return "conv"
+    if _GEMM.search(name):
+        return "gemm"
+    if _NORM.search(name):
+        return "normalization"
+    if _REDUCE.search(name):
+        return "reduction"
+    if _ELEMWISE.search(name):
+        return "elementwise"
+    return "other"
+
+
+def uses_tensor_cores(name: str) -> bool | None:
+    """True/False for matrix kernels (GEMM, conv, attention) by name; None for others."""
+    cat = kernel_category(name)
+    if cat not in ("gemm", "conv", "attention"):
+        return None
+    if _NOT_TC.search(name):
+        return False
+    return bool(_TC.search(name))
+
+
+@dataclass
+class KernelClasses:
+    category: np.ndarray  # int8 index into CATEGORIES per GPU row (SYNC_CATEGORY for sync records)
+    tensor_core: np.ndarray  # int8: 1 yes, 0 no, -1 not a matrix kernel
+
+
+def classify(trace: Trace) -> KernelClasses:
+    cached = trace.cache.get("classes")
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    g = trace.gpu
+    n = len(g)
+    category = np.full(n, CAT_INDEX["other"], dtype=np.int8)
+    tc = np.full(n, -1, dtype=np.int8)
+    category[g.kind == MEMCPY] = CAT_INDEX["memcpy"]
+    category[g.kind == MEMSET] = CAT_INDEX["memset"]
+    category[g.kind == GPU_SYNC] = SYNC_CATEGORY
+    kern = g.kind == KERNEL
+    if kern.any():
+        names, inverse = np.unique(g.name[kern], return_inverse=True)
+        cat_u = np.empty(len(names), dtype=np.int8)
+        tc_u = np.empty(len(names), dtype=np.int8)
+        for i, sid in enumerate(names.tolist()):
+            nm = trace.strings[sid]
+            cat_u[i] = CAT_INDEX[kernel_category(nm)]
+            t = uses_tensor_cores(nm)
+            tc_u[i] = -1 if t is None else int(t)
+        idx = np.flatnonzero(kern)
+        category[idx] = cat_u[inverse]
+        tc[idx] = tc_u[inverse]
+        # NCCL kernels that carry collective args are communication whatever their name says.
+        comm = kern & (g.collective >= 0)
+        category[comm] = CAT_INDEX["communication"]
+    out = KernelClasses(category=category, tensor_core=tc)
+    trace.cache["classes"] = out
+    return out

@@ -1,0 +1,46 @@
+"""Steps and the assignment of GPU work to steps (by the time of its CPU launch)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from perflint.model import NONE, Step, Trace
+
+
+def analysis_steps(trace: Trace, include_edges: bool = False) -> list[Step]:
+    """The steps rules and summaries use: warm-up (first) and last step dropped, as HTA does.
+
+    With two steps or fewer nothing would be left, so all are kept.
+    """
+    steps = trace.steps
+    if include_edges or len(steps) <= 2:
+        return list(steps)
+    return list(steps[1:-1])
+
+
+def launch_ts(trace: Trace) -> np.ndarray:
+    """CPU time at which each GPU activity was launched (its own start when unlinked)."""
+    cached = trace.cache.get("launch_ts")
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    g = trace.gpu
+    out = g.ts.copy()
+    linked = g.launch != NONE
+    out[linked] = trace.runtime.ts[g.launch[linked]]
+    trace.cache["launch_ts"] = out
+    return out
+
+
+def step_of(trace: Trace, steps: list[Step], when: np.ndarray) -> np.ndarray:
+    """Index into `steps` of the step whose CPU span contains each time, or NONE."""
+    out = np.full(len(when), NONE, dtype=np.int32)
+    if not steps:
+        return out
+    starts = np.array([s.ts for s in steps])
+    ends = np.array([s.end for s in steps])
+    k = np.searchsorted(starts, when, side="right") - 1
+    ok = k >= 0
+    kk = np.maximum(k, 0)
+    ok &= when <= ends[kk]
+    out[ok] = k[ok]
+    return out

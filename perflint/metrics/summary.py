@@ -1,0 +1,106 @@
+"""`perflint summary`: the per-trace metrics object (keys documented in the README)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from perflint.graph.build import op_stack
+from perflint.metrics.kernels import CATEGORIES, SYNC_CATEGORY, classify
+from perflint.metrics.steps import analysis_steps
+from perflint.metrics.tb_gpu import gpu_summary
+from perflint.metrics.tensor_cores import tensor_core_summary
+from perflint.metrics.temporal import temporal_breakdown
+from perflint.model import KERNEL, NONE, Trace
+
+TOP_KERNELS = 10
+
+
+def top_level_op(trace: Trace, gpu_row: int) -> int:
+    r = int(trace.gpu.launch[gpu_row])
+    if r == NONE:
+        return NONE
+    op = int(trace.runtime.op[r])
+    if op == NONE:
+        return NONE
+    stack = op_stack(trace, op)
+    return stack[0] if stack else NONE
+
+
+def by_category(trace: Trace) -> dict[str, dict[str, float]]:
+    g = trace.gpu
+    cats = classify(trace).category
+    work = cats != SYNC_CATEGORY
+    total = float(g.dur[work].sum())
+    sums = np.bincount(cats[work].astype(np.int64), weights=g.dur[work], minlength=len(CATEGORIES))
+    return {
+        c: {"time_us": round(float(sums[i]), 3), "pct": round(100.0 * float(sums[i]) / total, 3) if total else 0.0}
+        for i, c in enumerate(CATEGORIES)
+    }
+
+
+def top_kernels(trace: Trace, limit: int = TOP_KERNELS) -> list[dict[str, Any]]:
+    g = trace.gpu
+    kern = np.flatnonzero(g.kind == KERNEL)
+    if len(kern) == 0:
+        return []
+    names, inverse = np.unique(g.name[kern], return_inverse=True)
+    totals = np.bincount(inverse, weights=g.dur[kern])
+    counts = np.bincount(inverse)
+    order = np.argsort(-totals, kind="stable")[:limit]
+    out = []
+    for u in order.tolist():
+        rows = kern[inverse == u]
+        # The op that launched most of this kernel's time names it.
+        tops: dict[int, float] = {}
+        for r in rows.tolist():
+            top = top_level_op(trace, r)
+            tops[top] = tops.get(top, 0.0) + float(g.dur[r])
+        best = max(tops, key=lambda k: tops[k])
+        out.append(
+            {
+                "name": trace.s(int(names[u])),
+                "top_level_op": trace.s(int(trace.ops.name[best])) if best != NONE else None,
+                "count": int(counts[u]),
+                "total_us": round(float(totals[u]), 3),
+                "mean_us": round(float(totals[u]) / int(counts[u]), 3),
+            }
+        )
+    return out
+
+
+def _r(x: float | None, nd: int = 3) -> float | None:
+    return None if x is None else round(float(x), nd)
+
+
+def summarize(trace: Trace, include_edge_steps: bool = False) -> dict[str, Any]:
+    steps = analysis_steps(trace, include_edge_steps)
+    durs = [s.dur for s in steps]
+    dev = trace.primary_device
+    gpu = gpu_summary(trace)
+    temporal = temporal_breakdown(trace)
+    return {
+        "path": trace.path,
+        "rank": trace.rank,
+        "device": {
+            "name": dev.name if dev and dev.name else None,
+            "vendor": dev.vendor if dev else None,
+            "sm_count": dev.sm_count if dev else None,
+            "compute_capability": dev.cc_str if dev and dev.vendor == "nvidia" else None,
+        },
+        "steps": {
+            "count": len(steps),
+            "median_us": _r(float(np.median(durs))) if durs else None,
+            "excluded_edges": len(steps) != len(trace.steps),
+        },
+        "gpu": {k: _r(v) for k, v in gpu.items()},
+        "temporal": {k: _r(v) for k, v in temporal.items()},
+        "kernels": {
+            "count": int((trace.gpu.kind == KERNEL).sum()),
+            "by_category": by_category(trace),
+            "top": top_kernels(trace),
+        },
+        "tensor_cores": tensor_core_summary(trace),
+        "warnings": list(trace.warnings),
+    }

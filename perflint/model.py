@@ -1,0 +1,218 @@
+"""The normalized trace: compact columnar tables, one per event class.
+
+Readers fill these; the graph step links them; metrics and rules only read them.
+Events live in numpy columns (never one Python object per event) because traces
+reach gigabytes. Strings are interned into `Trace.strings`; columns hold ids.
+Times are microseconds as float64, as in the Chrome trace format.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+# GPU activity kinds.
+KERNEL = 0
+MEMCPY = 1
+MEMSET = 2
+GPU_SYNC = 3  # device-side cuda_sync records: not GPU work
+KIND_NAMES = ("kernel", "memcpy", "memset", "sync")
+
+# CPU op kinds.
+OP_CPU = 0
+OP_ANNOTATION = 1
+
+NONE = -1  # missing integer value / missing link
+
+
+@dataclass(frozen=True)
+class Device:
+    id: int
+    name: str = ""
+    vendor: str = "unknown"  # nvidia | amd | mtia | unknown
+    sm_count: int | None = None
+    compute_capability: tuple[int, int] | None = None
+    max_threads_per_sm: int | None = None
+    regs_per_sm: int | None = None
+    regs_per_block: int | None = None
+    shared_mem_per_sm: int | None = None
+    shared_mem_per_block: int | None = None
+    max_blocks_per_sm: int | None = None
+    warp_size: int = 32
+    total_memory: int | None = None
+
+    @property
+    def cc_str(self) -> str | None:
+        if self.compute_capability is None:
+            return None
+        return f"{self.compute_capability[0]}.{self.compute_capability[1]}"
+
+
+@dataclass
+class Table:
+    """A set of equal-length numpy columns."""
+
+    def __len__(self) -> int:
+        first = next(iter(vars(self).values()))
+        return int(len(first))
+
+
+@dataclass
+class OpTable(Table):
+    kind: np.ndarray  # int8: OP_CPU | OP_ANNOTATION
+    name: np.ndarray  # int32 string id
+    thread: np.ndarray  # int32 index into Trace.threads
+    ts: np.ndarray  # float64 µs
+    dur: np.ndarray  # float64 µs
+    ext_id: np.ndarray  # int64
+    seq: np.ndarray  # int64 autograd sequence number
+    fwd_tid: np.ndarray  # int64 forward thread id (set on backward ops)
+    dims: np.ndarray  # int32 string id of the raw JSON "Input Dims"
+    types: np.ndarray  # int32 string id of the raw JSON "Input type"
+    stack: np.ndarray  # int32 string id of "Call stack"
+    # Filled by the graph step:
+    parent: np.ndarray  # int32 op index
+    depth: np.ndarray  # int16
+    source: np.ndarray  # int32 string id of the user's "file.py:LINE" (or NONE)
+    fwd_op: np.ndarray  # int32 op index of the forward op of a backward op
+
+
+@dataclass
+class RuntimeTable(Table):
+    name: np.ndarray
+    thread: np.ndarray
+    ts: np.ndarray
+    dur: np.ndarray
+    correlation: np.ndarray  # int64
+    ext_id: np.ndarray
+    op: np.ndarray  # int32 innermost enclosing op (graph step)
+
+
+@dataclass
+class GpuTable(Table):
+    kind: np.ndarray  # int8 KERNEL | MEMCPY | MEMSET | GPU_SYNC
+    name: np.ndarray
+    device: np.ndarray  # int32
+    stream: np.ndarray  # int64
+    ts: np.ndarray
+    dur: np.ndarray
+    correlation: np.ndarray
+    ext_id: np.ndarray
+    grid: np.ndarray  # int64 (n, 3); 0 when unknown
+    block: np.ndarray  # int64 (n, 3)
+    regs: np.ndarray  # int32 registers per thread
+    shmem: np.ndarray  # int64 shared memory bytes
+    blocks_per_sm: np.ndarray  # float64, nan when unknown
+    warps_per_sm: np.ndarray  # float64
+    occupancy: np.ndarray  # float64 est. achieved occupancy %, nan when unknown
+    nbytes: np.ndarray  # int64 bytes moved by memcpy/memset
+    collective: np.ndarray  # int32 string id of NCCL "Collective name"
+    # Filled by the graph step:
+    launch: np.ndarray  # int32 runtime index
+
+
+@dataclass
+class PyFnTable(Table):
+    name: np.ndarray  # string id of "path/file.py(LINE): func"
+    thread: np.ndarray
+    ts: np.ndarray
+    dur: np.ndarray
+
+
+@dataclass
+class MemoryTable(Table):
+    thread: np.ndarray
+    ts: np.ndarray
+    nbytes: np.ndarray  # int64 (negative = free)
+    total_allocated: np.ndarray  # int64, -1 unknown
+    total_reserved: np.ndarray
+    device_type: np.ndarray  # int16 (0 CPU, 1 CUDA ...)
+    device_id: np.ndarray  # int16
+
+
+@dataclass(frozen=True)
+class Step:
+    number: int
+    name: str
+    ts: float
+    dur: float
+    op: int  # index in OpTable
+
+    @property
+    def end(self) -> float:
+        return self.ts + self.dur
+
+
+@dataclass
+class CounterRange:
+    """A CUPTI profiler-mode range: one kernel's counters, without a kernel event."""
+
+    name: int
+    ts: float
+    dur: float
+    counters: dict[str, float]
+
+
+@dataclass
+class Trace:
+    path: str
+    format: str
+    strings: list[str]
+    threads: list[tuple[str, str]]  # (pid, tid) as strings
+    ops: OpTable
+    runtime: RuntimeTable
+    gpu: GpuTable
+    pyfn: PyFnTable
+    memory: MemoryTable
+    counter_ranges: list[CounterRange] = field(default_factory=list)
+    devices: dict[int, Device] = field(default_factory=dict)
+    rank: int | None = None
+    world_size: int | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    steps: list[Step] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    # Lazily decoded JSON blobs (Input Dims etc.), keyed by string id.
+    _decoded: dict[int, Any] = field(default_factory=dict, repr=False)
+    # Derived per-trace data computed once by metrics (kernel classes, step assignment...).
+    cache: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def s(self, sid: int) -> str:
+        return self.strings[sid] if sid >= 0 else ""
+
+    def decoded(self, sid: int) -> Any:
+        """The parsed JSON value behind an interned raw-JSON string id (None if missing/bad)."""
+        if sid < 0:
+            return None
+        if sid not in self._decoded:
+            import orjson
+
+            try:
+                self._decoded[sid] = orjson.loads(self.strings[sid])
+            except orjson.JSONDecodeError:
+                self._decoded[sid] = None
+        return self._decoded[sid]
+
+    @property
+    def label(self) -> str:
+        return self.path if self.rank is None else f"{self.path} [rank {self.rank}]"
+
+    def device(self, dev_id: int) -> Device | None:
+        if dev_id in self.devices:
+            return self.devices[dev_id]
+        if len(self.devices) == 1:
+            return next(iter(self.devices.values()))
+        return None
+
+    @property
+    def primary_device(self) -> Device | None:
+        """The device doing most kernel work (a rank usually drives one GPU)."""
+        g = self.gpu
+        if len(g) == 0:
+            return next(iter(self.devices.values()), None) if len(self.devices) == 1 else None
+        devs, counts = np.unique(g.device[g.kind == KERNEL], return_counts=True)
+        if len(devs) == 0:
+            return None
+        dev_id = int(devs[int(np.argmax(counts))])
+        return self.device(dev_id) or Device(id=dev_id)

@@ -1,0 +1,1 @@
+"""Reports render finished results; they never read traces."""
