@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from perflint.commands import summary
+from perflint.commands import check, summary
 
-COMMANDS: dict[str, ModuleType] = {"summary": summary}
+COMMANDS: dict[str, ModuleType] = {"summary": summary, "check": check}

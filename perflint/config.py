@@ -1,0 +1,258 @@
+"""Configuration: `--config`, else `.perflint.yaml`, else `[tool.perflint]` in pyproject.toml.
+
+Selection works like ruff's: selectors are a code (TC001), a code prefix (TC), a rule name or
+dotted-name prefix (tensor-cores), a group, or ALL; the most specific matching selector wins
+between `select`/`extend-select` and `ignore`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fnmatch
+import os
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from perflint.engine.rule import Rule, Severity, coerce_param
+from perflint.engine.run import ActiveRule
+from perflint.errors import ConfigError
+from perflint.findings import Finding
+
+FailOn = Literal["error", "warning", "info", "never"]
+
+
+class RuleOverride(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    severity: Severity | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class Suppression(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    rule: str = Field(description="code, prefix, name or group")
+    op: str | None = Field(default=None, description="glob on any op of the finding's op stack")
+    kernel: str | None = Field(default=None, description="glob on the kernel name")
+    path: str | None = Field(default=None, description="glob on the trace path")
+    reason: str
+    expires: dt.date | None = None
+
+    @field_validator("reason")
+    @classmethod
+    def _reason(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("a suppression needs a non-empty reason")
+        return v
+
+
+class Config(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    extends: str | list[str] | None = None
+    select: list[str] | None = None
+    extend_select: list[str] = Field(default_factory=list, alias="extend-select")
+    ignore: list[str] = Field(default_factory=list)
+    rules: dict[str, RuleOverride] = Field(default_factory=dict)
+    rule_dirs: list[str] = Field(default_factory=list, alias="rule-dirs")
+    suppress: list[Suppression] = Field(default_factory=list)
+    fail_on: FailOn | None = Field(default=None, alias="fail-on")
+    include_edge_steps: bool | None = Field(default=None, alias="include-edge-steps")
+    source: str | None = Field(default=None, exclude=True)
+
+
+def _read_mapping(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(str(path), f"cannot read config: {exc.strerror or exc}") from None
+    if path.name == "pyproject.toml":
+        if sys.version_info >= (3, 11):
+            import tomllib
+        else:  # pragma: no cover
+            import tomli as tomllib
+        try:
+            doc = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(str(path), f"invalid TOML: {exc}") from None
+        data = doc.get("tool", {}).get("perflint")
+        return data if isinstance(data, dict) else {}
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(str(path), f"invalid YAML: {getattr(exc, 'problem', exc)}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(str(path), "config must be a mapping")
+    return data
+
+
+def _validate(path: Path, data: dict[str, Any]) -> Config:
+    try:
+        cfg = Config.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"])
+        raise ConfigError(str(path), f"key '{key}': {err['msg']}") from None
+    cfg.source = str(path)
+    base = path.parent
+    cfg.rule_dirs = [str((base / d).resolve()) if not os.path.isabs(d) else d for d in cfg.rule_dirs]
+    return cfg
+
+
+def _merge(base: Config, child: Config) -> Config:
+    merged = base.model_copy(deep=True)
+    if child.select is not None:
+        merged.select = child.select
+    merged.extend_select = base.extend_select + child.extend_select
+    merged.ignore = base.ignore + child.ignore
+    for code, ov in child.rules.items():
+        prev = merged.rules.get(code, RuleOverride())
+        merged.rules[code] = RuleOverride(
+            severity=ov.severity or prev.severity, params={**prev.params, **ov.params}
+        )
+    merged.rule_dirs = base.rule_dirs + child.rule_dirs
+    merged.suppress = base.suppress + child.suppress
+    merged.fail_on = child.fail_on or base.fail_on
+    merged.include_edge_steps = child.include_edge_steps if child.include_edge_steps is not None else base.include_edge_steps
+    merged.source = child.source
+    return merged
+
+
+def load_config_file(path: Path, _chain: tuple[Path, ...] = ()) -> Config:
+    path = path.resolve()
+    if path in _chain:
+        raise ConfigError(str(path), "circular 'extends'")
+    if not path.is_file():
+        raise ConfigError(str(path), "config file not found")
+    cfg = _validate(path, _read_mapping(path))
+    parents = [cfg.extends] if isinstance(cfg.extends, str) else list(cfg.extends or [])
+    result = Config()
+    for p in parents:
+        target = Path(p) if os.path.isabs(p) else path.parent / p
+        result = _merge(result, load_config_file(target, (*_chain, path)))
+    return _merge(result, cfg)
+
+
+def find_config(start: Path | None = None) -> Path | None:
+    """`.perflint.yaml` (or .yml) in the working directory or a parent, else a pyproject.toml with
+    a [tool.perflint] table."""
+    here = (start or Path.cwd()).resolve()
+    for d in (here, *here.parents):
+        for name in (".perflint.yaml", ".perflint.yml"):
+            if (d / name).is_file():
+                return d / name
+        pp = d / "pyproject.toml"
+        if pp.is_file() and "[tool.perflint" in pp.read_text(encoding="utf-8", errors="replace"):
+            return pp
+        if (d / ".git").exists():
+            break
+    return None
+
+
+def load_config(explicit: str | None) -> Config:
+    if explicit:
+        return load_config_file(Path(explicit))
+    found = find_config()
+    return load_config_file(found) if found else Config()
+
+
+# --- selection -------------------------------------------------------------------------
+
+
+def selector_score(sel: str, rule: Rule) -> int:
+    """How specifically `sel` names `rule` (0: not at all)."""
+    if sel == rule.code:
+        return 1000
+    if sel == rule.name:
+        return 900
+    if sel == "ALL":
+        return 1
+    if rule.code.startswith(sel) and sel[:1].isupper():
+        return 10 + len(sel)
+    if rule.name.startswith(sel + "."):
+        return 10 + len(sel)
+    if sel in rule.groups:
+        return 5
+    return 0
+
+
+def _best(selectors: list[str], rule: Rule) -> int:
+    return max((selector_score(s, rule) for s in selectors), default=0)
+
+
+def select_rules(
+    rules: list[Rule],
+    cfg: Config,
+    select: list[str] | None = None,
+    ignore: list[str] | None = None,
+    extend_select: list[str] | None = None,
+) -> list[ActiveRule]:
+    sel = select if select else (cfg.select if cfg.select is not None else ["ALL"])
+    sel = sel + cfg.extend_select + (extend_select or [])
+    ign = cfg.ignore + (ignore or [])
+    for s in [*sel, *ign]:
+        if s != "ALL" and not any(selector_score(s, r) for r in rules):
+            raise ConfigError(cfg.source or "command line", f"selector '{s}' matches no rule")
+    active: list[ActiveRule] = []
+    for r in rules:
+        if _best(sel, r) <= _best(ign, r):
+            continue
+        params = r.defaults()
+        severity: str = r.severity
+        for key, ov in cfg.rules.items():
+            if not selector_score(key, r):
+                continue
+            if ov.severity:
+                severity = ov.severity
+            for pk, pv in ov.params.items():
+                if pk not in r.params:
+                    raise ConfigError(cfg.source or "config", f"rules.{key}.params: rule {r.code} has no param '{pk}'")
+                try:
+                    params[pk] = coerce_param(r.params[pk].type, pv)
+                except ValueError as exc:
+                    raise ConfigError(cfg.source or "config", f"rules.{key}.params.{pk}: {exc}") from None
+        active.append(ActiveRule(rule=r, severity=severity, params=params))
+    return active
+
+
+# --- suppressions ----------------------------------------------------------------------
+
+
+def _matches(s: Suppression, f: Finding, rule: Rule) -> bool:
+    if not selector_score(s.rule, rule):
+        return False
+    if s.op and not any(fnmatch.fnmatchcase(o, s.op) for o in [*(f.op_stack or []), f.op or ""]):
+        return False
+    if s.kernel and not fnmatch.fnmatchcase(f.kernel or "", s.kernel):
+        return False
+    if s.path and not (fnmatch.fnmatch(f.trace, s.path) or fnmatch.fnmatch(os.path.basename(f.trace), s.path)):
+        return False
+    return True
+
+
+def apply_suppressions(
+    findings: list[Finding], rules: dict[str, Rule], cfg: Config, today: dt.date | None = None
+) -> list[str]:
+    """Mark suppressed findings; return notices for unused and expired suppressions."""
+    today = today or dt.date.today()
+    used = [0] * len(cfg.suppress)
+    notices: list[str] = []
+    for i, s in enumerate(cfg.suppress):
+        if s.expires and s.expires < today:
+            notices.append(f"suppression #{i + 1} ({s.rule}) expired on {s.expires}: its findings are reported again")
+    for f in findings:
+        for i, s in enumerate(cfg.suppress):
+            if s.expires and s.expires < today:
+                continue
+            if _matches(s, f, rules[f.code]):
+                f.suppressed = s.reason
+                used[i] += 1
+                break
+    for i, s in enumerate(cfg.suppress):
+        if used[i] == 0 and not (s.expires and s.expires < today):
+            what = ", ".join(f"{k}={v}" for k, v in (("op", s.op), ("kernel", s.kernel), ("path", s.path)) if v)
+            notices.append(f"unused suppression #{i + 1} ({s.rule}{': ' + what if what else ''}): it matched no finding")
+    return notices

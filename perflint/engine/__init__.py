@@ -1,0 +1,1 @@
+"""The rule engine: YAML rules (data) evaluated over fact rows computed from a trace."""

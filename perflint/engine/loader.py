@@ -1,0 +1,103 @@
+"""Loading rule files: built-in pack plus extra directories; a bad rule stops the run."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from perflint.engine.rule import Rule
+from perflint.errors import RuleError
+from perflint.facts import RUN_SOURCES, SOURCES, fields_of, load_all
+
+
+def builtin_rules_dir() -> Path:
+    """Rules ship inside the wheel as perflint/builtin_rules; a source checkout uses ./rules."""
+    packaged = Path(str(resources.files("perflint"))) / "builtin_rules"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parent.parent.parent / "rules"
+
+
+def _fmt_loc(loc: tuple[object, ...]) -> str:
+    parts = [str(p) for p in loc if p not in ("function-after[_default_matches_type(), Param]",)]
+    return ".".join(parts) or "(top level)"
+
+
+def load_rule_file(path: Path) -> Rule:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RuleError(str(path), f"cannot read rule file: {exc.strerror or exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise RuleError(str(path), f"invalid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(data, dict):
+        raise RuleError(str(path), "a rule file must be a YAML mapping")
+    try:
+        rule = Rule.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = _fmt_loc(tuple(err["loc"]))
+        more = f" (+{len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+        raise RuleError(str(path), f"key '{key}': {err['msg']}{more}") from None
+    check_rule_against_facts(path, rule)
+    return rule
+
+
+def check_rule_against_facts(path: Path, rule: Rule) -> None:
+    load_all()
+    if rule.scope not in SOURCES and rule.scope not in RUN_SOURCES:
+        known = sorted([*SOURCES, *RUN_SOURCES])
+        raise RuleError(str(path), f"key 'scope': unknown scope '{rule.scope}' (known: {', '.join(known)})")
+    fields = set(fields_of(rule.scope))
+    clash = fields & set(rule.params)
+    if clash:
+        raise RuleError(str(path), f"key 'params': {', '.join(sorted(clash))} shadows a field of scope '{rule.scope}'")
+    unknown = rule.expression_names() - fields - set(rule.params)
+    if unknown:
+        raise RuleError(
+            str(path),
+            f"key 'where/assert/impact': unknown name(s) {', '.join(sorted(unknown))} "
+            f"(not a param, nor a field of scope '{rule.scope}')",
+        )
+    bad_measure = set(rule.measure) - fields
+    if bad_measure:
+        raise RuleError(str(path), f"key 'measure': unknown field(s) {', '.join(sorted(bad_measure))}")
+    from perflint.facts import CAPABILITIES
+
+    bad_req = set(rule.requires) - set(CAPABILITIES)
+    if bad_req:
+        raise RuleError(
+            str(path), f"key 'requires': unknown capability {', '.join(sorted(bad_req))} (known: {', '.join(sorted(CAPABILITIES))})"
+        )
+
+
+def rule_files(directory: Path) -> list[Path]:
+    if not directory.is_dir():
+        raise RuleError(str(directory), "rule directory does not exist")
+    return sorted(p for p in directory.rglob("*.y*ml") if p.suffix in (".yaml", ".yml") and not p.name.startswith("."))
+
+
+def load_rules(extra_dirs: list[str] | None = None, include_builtin: bool = True) -> list[Rule]:
+    dirs = ([builtin_rules_dir()] if include_builtin else []) + [Path(d) for d in (extra_dirs or [])]
+    rules: list[Rule] = []
+    seen: dict[str, Path] = {}
+    for d in dirs:
+        for f in rule_files(d):
+            rule = load_rule_file(f)
+            for ident in (rule.code, rule.name):
+                if ident in seen:
+                    raise RuleError(str(f), f"duplicate rule '{ident}' (also defined in {seen[ident]})")
+                seen[ident] = f
+            rules.append(rule)
+    rules.sort(key=lambda r: r.code)
+    return rules
+
+
+__all__ = ["builtin_rules_dir", "load_rule_file", "load_rules", "rule_files"]

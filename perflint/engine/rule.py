@@ -1,0 +1,125 @@
+"""The rule file format: one YAML document per rule, validated by pydantic on load.
+
+A rule selects fact rows (`scope` + `where`), measures named fields (`measure`), asserts a
+condition (`assert`), and emits a finding per failing row with a message, evidence, an
+estimated recoverable time (`impact`) and a fix. Thresholds are typed `params`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from perflint.engine.expr import ExprError, compile_expr, names_in
+from perflint.findings import SEVERITY_RANK
+
+Severity = Literal["error", "warning", "info"]
+__all__ = ["SEVERITY_RANK", "Param", "Reference", "Rule", "Severity", "coerce_param"]
+
+CODE_RE = re.compile(r"^[A-Z]{2,6}[0-9]{3}$")
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*)+$")
+
+
+class Param(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["float", "int", "bool", "str", "list"]
+    default: Any
+    description: str
+    source: str | None = Field(default=None, description="where the default threshold comes from")
+
+    @model_validator(mode="after")
+    def _default_matches_type(self) -> Param:
+        self.default = coerce_param(self.type, self.default)
+        return self
+
+
+def coerce_param(kind: str, value: Any) -> Any:
+    ok: bool
+    if kind == "float":
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        value = float(value) if ok else value
+    elif kind == "int":
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif kind == "bool":
+        ok = isinstance(value, bool)
+    elif kind == "str":
+        ok = isinstance(value, str)
+    else:
+        ok = isinstance(value, list)
+    if not ok:
+        raise ValueError(f"expected a {kind}, got {value!r}")
+    return value
+
+
+class Reference(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    title: str
+    url: str
+
+
+class Rule(BaseModel):
+    """A performance rule. See `perflint rules schema` for the JSON Schema."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    code: str = Field(description="stable code, e.g. TC001 (letters = family, digits = number)")
+    name: str = Field(description="dotted name, e.g. tensor-cores.half-gemm-without-tensor-cores")
+    severity: Severity
+    groups: list[str] = Field(default_factory=list)
+    summary: str
+    rationale: str
+    scope: str = Field(description="the fact rows the rule runs over (kernel_groups, op_groups, steps, trace, ...)")
+    requires: list[str] = Field(default_factory=list, description="trace capabilities the rule needs, else skipped")
+    params: dict[str, Param] = Field(default_factory=dict)
+    where: str = Field(default="true", description="which rows are candidates (expression)")
+    measure: list[str] = Field(default_factory=list, description="row fields shown as evidence")
+    assert_: str = Field(alias="assert", description="the condition a row must satisfy; a finding when it fails")
+    message: str = Field(description="message template: {field} or {field:.1f}, over row fields and params")
+    impact: str | None = Field(default=None, description="estimated recoverable time in us (expression)")
+    min_impact_us: str | float = Field(default=0.0, description="findings below this recoverable time stay quiet")
+    fix: str
+    references: list[Reference] = Field(default_factory=list)
+
+    @field_validator("code")
+    @classmethod
+    def _code(cls, v: str) -> str:
+        if not CODE_RE.match(v):
+            raise ValueError("must be 2-6 capital letters then 3 digits, e.g. TC001")
+        return v
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not NAME_RE.match(v):
+            raise ValueError("must be a dotted lowercase name, e.g. gpu.low-utilization")
+        return v
+
+    @model_validator(mode="after")
+    def _expressions(self) -> Rule:
+        exprs = {"where": self.where, "assert": self.assert_}
+        if self.impact is not None:
+            exprs["impact"] = self.impact
+        if isinstance(self.min_impact_us, str):
+            exprs["min_impact_us"] = self.min_impact_us
+        for key, text in exprs.items():
+            try:
+                compile_expr(text)
+            except ExprError as exc:
+                raise ValueError(f"{key}: {exc}") from None
+        return self
+
+    @property
+    def family(self) -> str:
+        return self.code.rstrip("0123456789")
+
+    def expression_names(self) -> set[str]:
+        names: set[str] = set()
+        for text in (self.where, self.assert_, self.impact, self.min_impact_us):
+            if isinstance(text, str):
+                names |= names_in(text)
+        return names
+
+    def defaults(self) -> dict[str, Any]:
+        return {k: p.default for k, p in self.params.items()}

@@ -1,0 +1,140 @@
+"""Fact sources: named tables of rows that rules run over (the `scope` of a rule).
+
+A fact source is a Python function `(ctx) -> list[row dict]` registered here with the fields
+that identify a row (its key, used for grouping and fingerprints). Capabilities say whether a
+trace holds the data a rule needs; a rule whose requirement is missing is reported as skipped
+with the capability's reason. Third parties add sources, fields and capabilities through the
+`perflint.facts` entry-point group (a callable that receives this module's `register` API).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any
+
+from perflint.metrics.steps import analysis_steps
+from perflint.model import Step, Trace
+
+Row = dict[str, Any]
+
+
+@dataclass
+class Context:
+    trace: Trace
+    include_edge_steps: bool = False
+    cache: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def steps(self) -> list[Step]:
+        got = self.cache.get("steps")
+        if got is None:
+            got = analysis_steps(self.trace, self.include_edge_steps)
+            self.cache["steps"] = got
+        return got  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class FactSource:
+    name: str
+    fn: Callable[[Context], list[Row]]
+    key: tuple[str, ...]
+    doc: str
+    fields: dict[str, str]  # field -> description (for docs and rule validation)
+
+
+SOURCES: dict[str, FactSource] = {}
+CAPABILITIES: dict[str, Callable[[Trace], str | None]] = {}
+# Extra per-row fields contributed by other modules or plugins: scope -> [fn(ctx, row) -> dict]
+ENRICHERS: dict[str, list[Callable[[Context, Row], Row]]] = {}
+EXTRA_FIELDS: dict[str, dict[str, str]] = {}
+# Run-level sources see every trace's `rank_row` (the `trace` row): multi-rank rules such as
+# stragglers. name -> (fn(list of rank rows) -> rows, key, fields)
+RUN_SOURCES: dict[str, tuple[Callable[[list[Row]], list[Row]], tuple[str, ...], dict[str, str]]] = {}
+
+
+def fact(name: str, key: tuple[str, ...], fields: dict[str, str]) -> Callable[[Callable[[Context], list[Row]]], Callable[[Context], list[Row]]]:
+    def deco(fn: Callable[[Context], list[Row]]) -> Callable[[Context], list[Row]]:
+        SOURCES[name] = FactSource(name, fn, key, (fn.__doc__ or "").strip(), fields)
+        return fn
+
+    return deco
+
+
+def capability(name: str) -> Callable[[Callable[[Trace], str | None]], Callable[[Trace], str | None]]:
+    def deco(fn: Callable[[Trace], str | None]) -> Callable[[Trace], str | None]:
+        CAPABILITIES[name] = fn
+        return fn
+
+    return deco
+
+
+def enricher(scope: str, fields: dict[str, str]) -> Callable[[Callable[[Context, Row], Row]], Callable[[Context, Row], Row]]:
+    def deco(fn: Callable[[Context, Row], Row]) -> Callable[[Context, Row], Row]:
+        ENRICHERS.setdefault(scope, []).append(fn)
+        EXTRA_FIELDS.setdefault(scope, {}).update(fields)
+        return fn
+
+    return deco
+
+
+def run_source(
+    name: str, key: tuple[str, ...], fields: dict[str, str]
+) -> Callable[[Callable[[list[Row]], list[Row]]], Callable[[list[Row]], list[Row]]]:
+    def deco(fn: Callable[[list[Row]], list[Row]]) -> Callable[[list[Row]], list[Row]]:
+        RUN_SOURCES[name] = (fn, key, fields)
+        return fn
+
+    return deco
+
+
+def fields_of(scope: str) -> dict[str, str]:
+    """Every field rows of `scope` carry (source fields plus enrichers')."""
+    if scope in SOURCES:
+        base = SOURCES[scope].fields
+    elif scope in RUN_SOURCES:
+        base = RUN_SOURCES[scope][2]
+    else:
+        return {}
+    return {**base, **EXTRA_FIELDS.get(scope, {})}
+
+
+def rows(ctx: Context, scope: str) -> list[Row]:
+    cached = ctx.cache.get(("rows", scope))
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    src = SOURCES[scope]
+    out = src.fn(ctx)
+    for enrich in ENRICHERS.get(scope, []):
+        for r in out:
+            r.update(enrich(ctx, r))
+    ctx.cache[("rows", scope)] = out
+    return out
+
+
+def missing(trace: Trace, requirements: list[str]) -> str | None:
+    """The reason the first unmet requirement gives, or None when all are met."""
+    for req in requirements:
+        check = CAPABILITIES.get(req)
+        if check is None:
+            return f"unknown capability '{req}'"
+        reason = check(trace)
+        if reason:
+            return reason
+    return None
+
+
+_loaded = False
+
+
+def load_all() -> None:
+    """Import the built-in fact modules and plugins (once)."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    from perflint.facts import builtin  # noqa: F401  (registers built-in sources)
+
+    for ep in entry_points(group="perflint.facts"):
+        ep.load()()

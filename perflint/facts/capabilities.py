@@ -1,0 +1,76 @@
+"""Capabilities: what a trace must hold for a rule to run (else the rule is skipped, with why)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from perflint.facts import capability
+from perflint.model import KERNEL, MEMCPY, NONE, Trace
+
+
+@capability("gpu_kernels")
+def _gpu_kernels(t: Trace) -> str | None:
+    return None if (t.gpu.kind == KERNEL).any() else "the trace has no GPU kernel events (CPU-only trace?)"
+
+
+@capability("steps")
+def _steps(t: Trace) -> str | None:
+    return None if t.steps else "the trace has no ProfilerStep#N markers (call prof.step() each iteration)"
+
+
+@capability("input_dims")
+def _input_dims(t: Trace) -> str | None:
+    return None if (t.ops.dims != NONE).any() else "the trace has no 'Input Dims' (profile with record_shapes=True)"
+
+
+@capability("device_properties")
+def _device_props(t: Trace) -> str | None:
+    d = t.primary_device
+    if d is None or not t.devices:
+        return "the trace has no deviceProperties"
+    return None
+
+
+@capability("sm_count")
+def _sm_count(t: Trace) -> str | None:
+    d = t.primary_device
+    return None if d is not None and d.sm_count else "the trace's device properties give no SM count"
+
+
+@capability("launch_args")
+def _launch_args(t: Trace) -> str | None:
+    k = t.gpu.kind == KERNEL
+    return None if (t.gpu.block[k].sum(axis=1) > 0).any() else "kernel events carry no grid/block launch arguments"
+
+
+@capability("occupancy_args")
+def _occupancy(t: Trace) -> str | None:
+    k = t.gpu.kind == KERNEL
+    if (~np.isnan(t.gpu.occupancy[k])).any() or (~np.isnan(t.gpu.blocks_per_sm[k])).any():
+        return None
+    return "kernel events carry no occupancy / blocks-per-SM arguments"
+
+
+@capability("launch_links")
+def _links(t: Trace) -> str | None:
+    return None if (t.gpu.launch != NONE).any() else "GPU events are not linked to CPU launches (no correlation ids)"
+
+
+@capability("cpu_ops")
+def _cpu_ops(t: Trace) -> str | None:
+    return None if len(t.ops) else "the trace has no CPU operator events"
+
+
+@capability("memory_events")
+def _memory(t: Trace) -> str | None:
+    return None if len(t.memory) else "the trace has no [memory] events (profile with profile_memory=True)"
+
+
+@capability("memcpy")
+def _memcpy(t: Trace) -> str | None:
+    return None if (t.gpu.kind == MEMCPY).any() else "the trace has no memcpy events"
+
+
+@capability("runtime")
+def _runtime(t: Trace) -> str | None:
+    return None if len(t.runtime) else "the trace has no CUDA/HIP runtime events"
