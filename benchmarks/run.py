@@ -426,6 +426,9 @@ class Bench:
         self.workdir = workdir
         self.logs = workdir / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
+        for old in self.logs.iterdir():  # logs of this run only
+            if old.is_file():
+                old.unlink()
         self.py: str = args.python
         self.env = dict(os.environ)
         self.env["PYTHONPATH"] = os.pathsep.join(
@@ -585,7 +588,7 @@ def write_report(b: Bench, out: Path, meta: dict) -> list[tuple[str, str, str, s
                  verdict(v, 1.5, True)))
     if big != small:
         size_ratio = R[f"check@{big}"].file_bytes / max(1, R[f"check@{small}"].file_bytes)
-        tgt = 1.1 * size_ratio
+        tgt = 1.1 * big / small  # the 5.5 for 200 MB -> 1 GB
         v = div(wall(f"check@{big}"), wall(f"check@{small}"))
         rows.append((f"perflint check time({big} MB) / time({small} MB) "
                      f"(files {size_ratio:.2f}× apart)", _f(v), f"≤ {tgt:.1f}",
@@ -757,14 +760,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     b = Bench(a, workdir)
     py = a.python
     check_ok = (0, 1)
-    # perflint may not exist yet or be incomplete: probe once, and after a failed
-    # ``check`` skip the other perflint runs (each with the reason).
+    # perflint may not exist yet or be incomplete: probe once; after a failed ``check``
+    # (``summary``) skip the other runs of that subcommand, with the reason.
     perflint_dead: str | None = None
     probe = subprocess.run([py, "-m", "perflint", "--help"], capture_output=True, text=True,
                            cwd=REPO, env=b.env)
     if probe.returncode != 0:
         why = (probe.stderr.strip() or probe.stdout.strip() or "(no output)").splitlines()[-1]
-        perflint_dead = f"not available: `python -m perflint --help` exit {probe.returncode}: {why[-300:]}"
+        perflint_dead = (f"not available: `python -m perflint --help` exit {probe.returncode}: "
+                         f"{why[-300:]}")
+    dead: dict[str, str | None] = {"check": perflint_dead, "summary": perflint_dead}
 
     hta_sizes = [s for s in a.size_list if s <= 200 or a.hta_1gb]
     if not hta_sizes and a.size_list:
@@ -792,12 +797,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                   [py, "-c", ORJSON_SCRIPT, str(t)], where=f"{s} MB", file_bytes=n)
         r = b.measure(f"check@{s}", "check", "perflint check",
                       [py, "-m", "perflint", "check", str(t)], where=f"{s} MB", file_bytes=n,
-                      ok_rc=check_ok, skip_reason=perflint_dead)
-        if not r.ok and perflint_dead is None:
-            perflint_dead = r.error
-        b.measure(f"summary@{s}", "summary", "perflint summary --format json",
-                  [py, "-m", "perflint", "summary", str(t), "--format", "json"],
-                  where=f"{s} MB", file_bytes=n, skip_reason=perflint_dead)
+                      ok_rc=check_ok, skip_reason=dead["check"])
+        if not r.ok and dead["check"] is None:
+            dead["check"] = r.error
+        r = b.measure(f"summary@{s}", "summary", "perflint summary --format json",
+                      [py, "-m", "perflint", "summary", str(t), "--format", "json"],
+                      where=f"{s} MB", file_bytes=n, skip_reason=dead["summary"])
+        if not r.ok and dead["summary"] is None:
+            dead["summary"] = r.error
+        elif r.ok:
+            try:
+                json.loads((b.logs / f"summary_{s}.0.out").read_bytes())
+            except (OSError, ValueError):
+                log("    warning: its stdout is not one JSON document")
         if s in hta_sizes:
             b.measure(f"hta@{s}", "hta", "HTA load + get_temporal_breakdown",
                       [hta_py, "-c", HTA_SCRIPT, str(hta_dir(t, workdir))], where=f"{s} MB",
@@ -809,7 +821,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               file_bytes=gz_n, warm=[gz])
     b.measure("check.gz", "check", "perflint check",
               [py, "-m", "perflint", "check", str(gz)], where=f"{small} MB .json.gz",
-              file_bytes=gz_n, ok_rc=check_ok, skip_reason=perflint_dead)
+              file_bytes=gz_n, ok_rc=check_ok, skip_reason=dead["check"])
 
     rank_bytes = sum(f.stat().st_size for f in rank_dir.glob("*.json"))
     for j in (1, 2):
@@ -817,7 +829,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   [py, "-m", "perflint", "check", str(rank_dir), "--jobs", str(j)],
                   where=f"{a.ranks}-rank dir", file_bytes=rank_bytes, ok_rc=check_ok,
                   sample_tree=True, warm=[rank_dir] if j == 1 else (),
-                  skip_reason=perflint_dead)
+                  skip_reason=dead["check"])
     ident: str | None = None
     if b.results["jobs1"].ok and b.results["jobs2"].ok:
         o1 = (b.logs / "jobs1.0.out").read_bytes()
