@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from perflint.commands import check, summary
+from perflint.commands import check, explain, rules, summary
 
-COMMANDS: dict[str, ModuleType] = {"summary": summary, "check": check}
+COMMANDS: dict[str, ModuleType] = {
+    "summary": summary,
+    "check": check,
+    "rules": rules,
+    "explain": explain,
+}

@@ -96,19 +96,15 @@ class Rule(BaseModel):
             raise ValueError("must be a dotted lowercase name, e.g. gpu.low-utilization")
         return v
 
-    @model_validator(mode="after")
-    def _expressions(self) -> Rule:
-        exprs = {"where": self.where, "assert": self.assert_}
-        if self.impact is not None:
-            exprs["impact"] = self.impact
-        if isinstance(self.min_impact_us, str):
-            exprs["min_impact_us"] = self.min_impact_us
-        for key, text in exprs.items():
+    @field_validator("where", "assert_", "impact", "min_impact_us")
+    @classmethod
+    def _expression(cls, v: str | float | None) -> str | float | None:
+        if isinstance(v, str):
             try:
-                compile_expr(text)
+                compile_expr(v)
             except ExprError as exc:
-                raise ValueError(f"{key}: {exc}") from None
-        return self
+                raise ValueError(str(exc)) from None
+        return v
 
     @property
     def family(self) -> str:

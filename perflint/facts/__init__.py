@@ -126,6 +126,19 @@ def missing(trace: Trace, requirements: list[str]) -> str | None:
 
 
 _loaded = False
+_plugins: set[str] = set()
+
+
+def load_plugins() -> list[str]:
+    """Run every `perflint.facts` entry point not run yet; returns the names loaded now."""
+    new = []
+    for ep in entry_points(group="perflint.facts"):
+        if ep.value in _plugins:
+            continue
+        _plugins.add(ep.value)
+        ep.load()()
+        new.append(ep.name)
+    return new
 
 
 def load_all() -> None:
@@ -136,5 +149,4 @@ def load_all() -> None:
     _loaded = True
     from perflint.facts import builtin  # noqa: F401  (registers built-in sources)
 
-    for ep in entry_points(group="perflint.facts"):
-        ep.load()()
+    load_plugins()

@@ -1,0 +1,29 @@
+"""`perflint explain CODE`: what a rule checks, why, its thresholds, fix and references."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from perflint.config import load_config, selector_score
+from perflint.engine.docs import explain
+from perflint.engine.loader import load_rules
+from perflint.errors import UsageError
+
+
+def add_parser(sub: Any, name: str) -> None:
+    p = sub.add_parser(name, help="explain a rule: what, why, params/thresholds, fix, references")
+    p.add_argument("rule", metavar="CODE|NAME")
+    p.add_argument("--config", default=None, metavar="FILE")
+    p.add_argument("--rule-dir", action="append", default=[], metavar="DIR")
+
+
+def run(args: argparse.Namespace) -> int:
+    cfg = load_config(args.config)
+    rules = load_rules(cfg.rule_dirs + list(args.rule_dir))
+    exact = [r for r in rules if selector_score(args.rule, r) >= 900]
+    if not exact:
+        raise UsageError(args.rule, "no rule with this code or name (see 'perflint rules')")
+    sys.stdout.write(explain(exact[0]))
+    return 0

@@ -1,0 +1,51 @@
+"""`perflint rules` (list), `perflint rules schema`, `perflint rules docs`, `perflint rules validate`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from perflint.config import load_config
+from perflint.engine.docs import markdown
+from perflint.engine.loader import load_rule_file, load_rules
+from perflint.engine.rule import Rule
+from perflint.errors import PerflintError
+
+
+def add_parser(sub: Any, name: str) -> None:
+    p = sub.add_parser(name, help="list rules; 'schema' exports the rule JSON Schema; 'docs'; 'validate FILE...'")
+    p.add_argument("action", nargs="?", choices=("list", "schema", "docs", "validate"), default="list")
+    p.add_argument("files", nargs="*", metavar="FILE", help="rule files to validate")
+    p.add_argument("--config", default=None, metavar="FILE")
+    p.add_argument("--rule-dir", action="append", default=[], metavar="DIR")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "schema":
+        sys.stdout.write(json.dumps(Rule.model_json_schema(by_alias=True), indent=2) + "\n")
+        return 0
+    if args.action == "validate":
+        bad = 0
+        for f in args.files:
+            try:
+                load_rule_file(Path(f))
+            except PerflintError as exc:
+                bad += 1
+                print(f"perflint: error: {exc.line()}", file=sys.stderr)
+        return 2 if bad else 0
+    cfg = load_config(args.config)
+    rules = load_rules(cfg.rule_dirs + list(args.rule_dir))
+    if args.action == "docs":
+        sys.stdout.write(markdown(rules))
+        return 0
+    if args.format == "json":
+        rows = [{"code": r.code, "name": r.name, "severity": r.severity, "groups": r.groups, "summary": r.summary} for r in rules]
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return 0
+    for r in rules:
+        sys.stdout.write(f"{r.code:<10} {r.severity:<8} {r.name:<58} {','.join(r.groups)}\n  {r.summary}\n")
+    return 0

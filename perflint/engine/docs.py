@@ -1,0 +1,64 @@
+"""Rule documentation generated from the rule YAML (`perflint explain`, docs/rules.md)."""
+
+from __future__ import annotations
+
+from perflint.engine.rule import Rule
+
+
+def explain(rule: Rule) -> str:
+    lines = [
+        f"{rule.code} {rule.name} [{rule.severity}]",
+        f"groups: {', '.join(rule.groups) or '-'}",
+        "",
+        rule.summary.strip(),
+        "",
+        "Why:",
+        *("  " + ln for ln in rule.rationale.strip().splitlines()),
+        "",
+        f"Selects: scope '{rule.scope}' rows where {rule.where.strip()}",
+        f"Asserts: {rule.assert_.strip()}",
+    ]
+    if rule.requires:
+        lines.append(f"Needs:   {', '.join(rule.requires)} (otherwise the rule is reported as skipped)")
+    if rule.measure:
+        lines.append(f"Evidence: {', '.join(rule.measure)}")
+    if rule.impact:
+        lines.append(f"Recoverable time (us): {rule.impact.strip()}; findings under {rule.min_impact_us} us stay quiet")
+    if rule.params:
+        lines += ["", "Params (thresholds):"]
+        for k, p in rule.params.items():
+            src = f" [source: {p.source}]" if p.source else ""
+            lines.append(f"  {k} ({p.type}, default {p.default!r}): {p.description}{src}")
+    lines += ["", "Fix:", *("  " + ln for ln in rule.fix.strip().splitlines())]
+    if rule.references:
+        lines += ["", "References:", *(f"  - {r.title}: {r.url}" for r in rule.references)]
+    lines += ["", "Message:", "  " + " ".join(rule.message.split())]
+    return "\n".join(lines) + "\n"
+
+
+def markdown(rules: list[Rule]) -> str:
+    out = [
+        "# perflint rules",
+        "",
+        "Generated from `rules/*.yaml` by `perflint rules docs`; do not edit by hand.",
+        "",
+        "| code | name | severity | groups | summary |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rules:
+        out.append(f"| [{r.code}](#{r.code.lower()}) | `{r.name}` | {r.severity} | {', '.join(r.groups)} | {r.summary} |")
+    for r in rules:
+        out += ["", f"## {r.code}", "", f"`{r.name}` — **{r.severity}** — {r.summary}", "", r.rationale.strip(), ""]
+        out += [f"- **Selects**: scope `{r.scope}` where `{r.where.strip()}`", f"- **Asserts**: `{r.assert_.strip()}`"]
+        if r.requires:
+            out.append(f"- **Needs**: {', '.join(r.requires)} (otherwise skipped, with the reason)")
+        if r.impact:
+            out.append(f"- **Recoverable time**: `{r.impact.strip()}` µs (quiet below `{r.min_impact_us}` µs)")
+        if r.params:
+            out += ["", "| param | type | default | meaning | source |", "|---|---|---|---|---|"]
+            for k, p in r.params.items():
+                out.append(f"| `{k}` | {p.type} | `{p.default!r}` | {p.description} | {p.source or ''} |")
+        out += ["", "**Fix.** " + " ".join(r.fix.split())]
+        if r.references:
+            out += ["", *(f"- [{ref.title}]({ref.url})" for ref in r.references)]
+    return "\n".join(out) + "\n"
