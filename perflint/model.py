@@ -153,6 +153,7 @@ class CounterRange:
     ts: float
     dur: float
     counters: dict[str, float]
+    launch: int = -1  # runtime index of the cudaLaunchKernel it belongs to (graph step)
 
 
 @dataclass

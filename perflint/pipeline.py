@@ -11,7 +11,8 @@ from typing import Any
 
 from perflint.errors import InputError, PerflintError
 from perflint.model import Trace
-from perflint.readers import discover, load_trace
+from perflint.graph.load import load_trace
+from perflint.readers import discover
 
 
 @dataclass
@@ -50,13 +51,21 @@ def run(
     files, errors = discover(paths)
     outcomes = [Outcome(e.source, error=e.line()) for e in errors]
     work = [(f, fmt, fn) for f in files]
-    if jobs > 1 and len(work) > 1:
-        from concurrent.futures import ProcessPoolExecutor
+    from perflint.report.progress import Progress  # stderr, TTY only, after a second
 
-        with ProcessPoolExecutor(max_workers=min(jobs, len(work))) as pool:
-            outcomes.extend(pool.map(_run_one, work))
-    else:
-        outcomes.extend(_run_one(w) for w in work)
+    with Progress(len(work)) as progress:
+        if jobs > 1 and len(work) > 1:
+            from concurrent.futures import ProcessPoolExecutor
+
+            with ProcessPoolExecutor(max_workers=min(jobs, len(work))) as pool:
+                for o in pool.map(_run_one, work):
+                    outcomes.append(o)
+                    progress.advance(o.path)
+        else:
+            for w in work:
+                progress.current = w[0]
+                outcomes.append(_run_one(w))
+                progress.advance(w[0])
     return outcomes
 
 

@@ -58,6 +58,7 @@ def link(trace: Trace) -> Trace:
     ops.parent, ops.depth = parent, depth
     rt.op = enclosing(ops.thread, ops.ts, ops.dur, parent, order, rt.thread, rt.ts)
     gpu.launch = _by_correlation(rt.correlation, gpu.correlation)
+    _link_counter_ranges(trace)
     _link_forward(trace)
     _sources(trace)
     trace.steps = _steps(trace)
@@ -75,6 +76,25 @@ def _by_correlation(rt_corr: np.ndarray, gpu_corr: np.ndarray) -> np.ndarray:
     hit = (sorted_corr[pos_c] == gpu_corr) & (gpu_corr != NONE)
     out[hit] = order[pos_c[hit]]
     return out
+
+
+def _link_counter_ranges(trace: Trace) -> None:
+    """CUPTI profiler-mode ranges carry no correlation id: pair them with kernel launches by
+    order (both sorted by time), as HTA does. A count mismatch leaves them unlinked, with a warning."""
+    ranges = trace.counter_ranges
+    if not ranges:
+        return
+    rt = trace.runtime
+    launch_ids = [i for i, s in enumerate(trace.strings) if s.startswith("cudaLaunchKernel")]
+    idx = np.flatnonzero(np.isin(rt.name, np.asarray(launch_ids, dtype=np.int32)))
+    if len(idx) != len(ranges):
+        trace.warnings.append(
+            f"{len(ranges)} CUPTI counter ranges but {len(idx)} kernel launches: counters not attributed to ops"
+        )
+        return
+    launches = idx[np.argsort(rt.ts[idx], kind="stable")].tolist()
+    for cr, r in zip(sorted(ranges, key=lambda c: c.ts), launches):
+        cr.launch = int(r)
 
 
 _BWD_SUFFIX = re.compile(r"Backward\d*$")
@@ -201,5 +221,7 @@ def is_step_marker(trace: Trace, op: int) -> bool:
 
 
 def op_stack(trace: Trace, op: int) -> list[int]:
-    """The op stack HTA reports: ancestors without ProfilerStep markers, outermost first."""
-    return [o for o in op_chain(trace, op) if not is_step_marker(trace, o)]
+    """The op stack HTA reports: the cpu_op ancestors (no user annotations, no ProfilerStep
+    markers, which old traces record as operators), outermost first."""
+    kind = trace.ops.kind
+    return [o for o in op_chain(trace, op) if kind[o] == OP_CPU and not is_step_marker(trace, o)]

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 
 from perflint.errors import InputError
-from perflint.graph.build import link
 from perflint.model import Trace
 from perflint.readers.kineto import read_kineto
 from perflint.readers.source import read_bytes
@@ -39,15 +38,15 @@ def detect_format(path: str, data: bytes) -> str:
     raise InputError(path, "unrecognized format: not JSON (expected a PyTorch profiler / Kineto trace)")
 
 
-def load_trace(path: str, fmt: str | None = None) -> Trace:
-    """Read, decode and link one trace file. Raises InputError with a one-line reason."""
+def read_trace(path: str, fmt: str | None = None) -> Trace:
+    """Read and decode one trace file into unlinked tables. Raises InputError with a one-line reason."""
     readers = READERS if fmt in (None, *READERS) else {**READERS, **_plugin_readers()}
     data = read_bytes(path)
     name = fmt or detect_format(path, data)
     reader = readers.get(name)
     if reader is None:
         raise InputError(path, f"unknown format '{name}' (known: {', '.join(sorted(readers))})")
-    return link(reader(path, data))
+    return reader(path, data)
 
 
 def discover(paths: list[str]) -> tuple[list[str], list[InputError]]:
@@ -79,4 +78,4 @@ def _scan_dir(root: str) -> list[str]:
     return pt or found
 
 
-__all__ = ["READERS", "detect_format", "discover", "load_trace", "read_bytes"]
+__all__ = ["READERS", "detect_format", "discover", "read_bytes", "read_trace"]

@@ -101,6 +101,8 @@ def decode(path: str, data: bytes) -> tuple[list[Event], TraceFile | None]:
         if msg.startswith("Expected `object`"):
             raise InputError(path, f"not a Chrome/Kineto trace: {msg}") from None
         raise InputError(path, f"unexpected value in trace: {msg}") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"invalid JSON: not UTF-8 text (byte {exc.start})") from None
     except msgspec.DecodeError as exc:
         msg = str(exc)
         if "truncated" in msg.lower():
@@ -188,7 +190,11 @@ def build_trace(path: str, events: list[Event], doc: TraceFile | None, data: byt
 
     def thread(pid: Any, tid: Any) -> int:
         key = (pid, tid)
-        t = thread_ids.get(key)
+        try:
+            t = thread_ids.get(key)
+        except TypeError:  # a list/object pid or tid (damaged trace): key by its text
+            key = (str(pid), str(tid))
+            t = thread_ids.get(key)
         if t is None:
             t = len(threads)
             thread_ids[key] = t
@@ -248,16 +254,21 @@ def build_trace(path: str, events: list[Event], doc: TraceFile | None, data: byt
     cpr: list[tuple[int, Any, Any]] = []
 
     codes = CATEGORY_CODES
+    profiler_span: tuple[float, float] | None = None
     for e in events:
         ph = e.ph
         if ph == "X":
             cat = e.cat
+            if cat.__class__ is not str:  # None, or a list/object in a damaged trace (unhashable)
+                continue
             code = codes.get(cat)
             if code is None:
-                if not isinstance(cat, str):
-                    continue
                 code = codes.get(cat.lower())
                 if code is None:
+                    if cat == "Trace" and isinstance(e.name, str) and e.name.startswith("PyTorch Profiler"):
+                        # The profiler's own span: the TB plugin's counter series cover exactly it.
+                        if isinstance(e.ts, (int, float)) and isinstance(e.dur, (int, float)):
+                            profiler_span = (float(e.ts), float(e.ts) + float(e.dur))
                     continue
             a = e.args
             name = e.name if isinstance(e.name, str) else str(e.name)
@@ -426,6 +437,8 @@ def build_trace(path: str, events: list[Event], doc: TraceFile | None, data: byt
     _validate_times(trace)
     if doc is not None:
         _apply_metadata(trace, doc)
+    if profiler_span is not None:
+        trace.meta["profiler_range"] = profiler_span
     if cpr:
         trace.counter_ranges = _counter_ranges(path, cpr, data)
     if trace.rank is None:
@@ -483,7 +496,15 @@ def _apply_metadata(trace: Trace, doc: TraceFile) -> None:
         ws = info.get("world_size")
         if isinstance(ws, int) and not isinstance(ws, bool):
             trace.world_size = ws
-    for key in ("schemaVersion", "displayTimeUnit", "traceName"):
+    for key in (
+        "schemaVersion",
+        "displayTimeUnit",
+        "traceName",
+        "cuda_runtime_version",
+        "cuda_driver_version",
+        "hip_runtime_version",
+        "cupti_version",
+    ):
         v = getattr(doc, key)
         if isinstance(v, (str, int, float)):
             trace.meta[key] = v

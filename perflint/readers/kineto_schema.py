@@ -64,6 +64,10 @@ class TraceFile(msgspec.Struct):
     schemaVersion: Any = None
     displayTimeUnit: Any = None
     traceName: Any = None
+    cuda_runtime_version: Any = None
+    cuda_driver_version: Any = None
+    hip_runtime_version: Any = None
+    cupti_version: Any = None
 
 
 TraceDoc = Union[TraceFile, list[Event]]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import stat
 import zlib
 
 from perflint.errors import InputError
@@ -14,6 +15,10 @@ GZIP_MAGIC = b"\x1f\x8b"
 def read_bytes(path: str) -> bytes:
     """The uncompressed bytes of `path` (gzip detected by magic, not by extension)."""
     try:
+        mode = os.stat(path).st_mode
+        # A FIFO or device would block or never end: only regular files are traces.
+        if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+            raise InputError(path, "not a regular file (FIFO, socket or device)")
         with open(path, "rb") as fh:
             data = fh.read()
     except IsADirectoryError:
