@@ -1,4 +1,4 @@
-"""Interval arithmetic on device timelines (union, clipping), vectorized."""
+"""Interval arithmetic on device timelines (union, clipping, bucketing), vectorized."""
 
 from __future__ import annotations
 
@@ -6,9 +6,14 @@ import numpy as np
 
 
 def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Union of intervals as sorted, disjoint (start, end) arrays."""
+    """Union of intervals as sorted, disjoint (start, end) arrays.
+
+    Touching intervals (start == running end) are merged, as HTA and the TB plugin do.
+    """
     if len(starts) == 0:
         return np.zeros(0), np.zeros(0)
+    starts = np.asarray(starts, dtype=np.float64)
+    ends = np.asarray(ends, dtype=np.float64)
     order = np.argsort(starts, kind="stable")
     s = starts[order]
     e = np.maximum.accumulate(ends[order])
@@ -16,10 +21,10 @@ def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     new = np.empty(len(s), dtype=bool)
     new[0] = True
     new[1:] = s[1:] > e[:-1]
-    block = np.cumsum(new) - 1
     ms = s[new]
-    me = np.zeros(len(ms))
-    np.maximum.at(me, block, e)
+    # The running max is non-decreasing, so a block's end is the running max at its last row.
+    last = np.append(np.flatnonzero(new)[1:] - 1, len(s) - 1)
+    me = e[last]
     return ms, me
 
 
@@ -33,3 +38,20 @@ def clip_length(ms: np.ndarray, me: np.ndarray, lo: float, hi: float) -> float:
     if hi <= lo or len(ms) == 0:
         return 0.0
     return float(np.clip(np.minimum(me, hi) - np.maximum(ms, lo), 0, None).sum())
+
+
+def covered_before(ms: np.ndarray, me: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """For each time in `t`, the length of the merged intervals lying before it.
+
+    Differences of this function give the covered length of many windows at once
+    (the utilization buckets) without a loop over windows or intervals.
+    """
+    t = np.asarray(t, dtype=np.float64)
+    if len(ms) == 0:
+        return np.zeros(len(t))
+    lengths = me - ms
+    before = np.concatenate(([0.0], np.cumsum(lengths)))
+    k = np.searchsorted(ms, t, side="right") - 1
+    kk = np.maximum(k, 0)
+    partial = np.clip(t - ms[kk], 0.0, lengths[kk])
+    return np.where(k >= 0, before[kk] + partial, 0.0)

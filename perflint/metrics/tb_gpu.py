@@ -1,47 +1,249 @@
 """The TensorBoard profiler plugin's GPU Summary metrics (GPU Utilization, Est. SM Efficiency,
-Est. Achieved Occupancy) and its bucketed counter series."""
+Est. Achieved Occupancy) and its bucketed counter series (spec: docs/metrics.md, "gpu").
+
+perflint follows the last kineto-repository version of the plugin, which recognizes `cuda_runtime`
+launches (the released 0.4.3 only knows the old `Runtime` category, so on modern traces it never
+extends steps to their device work). On old-format traces both agree.
+
+Window W: the ProfilerStep#N spans, each extended to the end of the device work launched inside it
+(launch fully inside the step), trailing steps that launched nothing (or < 80 % of the previous
+step's device work) dropped; W = first step start .. last step end. Without steps: the CPU op span.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
-from perflint.metrics.intervals import clip_length, merge
-from perflint.model import KERNEL, Trace
+from perflint.metrics.intervals import covered_before, merge
+from perflint.model import KERNEL, MEMCPY, MEMSET, NONE, OP_CPU, Trace
+
+TAIL_RATIO = 0.8  # plugin: a last step with < 80 % of the previous step's device work is dropped
+BUCKETS_MAX = 100  # plugin: bucket size grows by 10x until there are at most 100 buckets
+
+
+def _host_steps(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    if trace.steps:
+        return np.array([s.ts for s in trace.steps]), np.array([s.end for s in trace.steps])
+    ops = trace.ops
+    cpu = ops.kind == OP_CPU
+    if not cpu.any():
+        return np.zeros(0), np.zeros(0)
+    return np.array([ops.ts[cpu].min()]), np.array([(ops.ts + ops.dur)[cpu].max()])
 
 
 def tb_window(trace: Trace) -> tuple[float, float] | None:
-    """First step start to last step end, extended to the device work those steps launched."""
+    """The plugin's step window W (None when the trace has no step and no CPU op)."""
+    cached = trace.cache.get("tb_window", False)
+    if cached is not False:
+        return cached  # type: ignore[no-any-return]
+    starts, ends = _host_steps(trace)
+    win: tuple[float, float] | None = None
+    if len(starts):
+        win = _extend_to_device(trace, starts.astype(np.float64), ends.astype(np.float64))
+    trace.cache["tb_window"] = win
+    return win
+
+
+def _extend_to_device(trace: Trace, starts: np.ndarray, ends: np.ndarray) -> tuple[float, float]:
+    n = len(starts)
+    rt, g = trace.runtime, trace.gpu
+    # A runtime call belongs to the first step (in order) that ends after the call starts - the
+    # plugin's merge-walk over time-sorted runtimes and steps - and counts only if it lies wholly
+    # inside that step.
+    r_end = rt.ts + rt.dur
+    k = np.searchsorted(np.maximum.accumulate(ends), rt.ts, side="right")
+    kk = np.minimum(k, n - 1)
+    inside = (k < n) & (rt.ts >= starts[kk]) & (r_end <= ends[kk])
+    step_of_rt = np.where(inside, k, NONE)
+
+    dev = np.isin(g.kind, (KERNEL, MEMCPY, MEMSET))
+    linked = dev & (g.launch != NONE)
+    step_of_dev = np.full(len(g), NONE, dtype=np.int64)
+    step_of_dev[linked] = step_of_rt[g.launch[linked]]
+    matched = step_of_dev != NONE
+    if not matched.any():
+        return float(starts[0]), float(ends[-1])
+
+    d_end = g.ts + g.dur
+    ms = step_of_dev[matched]
+    count = np.bincount(ms, minlength=n)
+    dmin = np.full(n, np.inf)
+    dmax = np.full(n, -np.inf)
+    np.minimum.at(dmin, ms, g.ts[matched])
+    np.maximum.at(dmax, ms, d_end[matched])
+
+    prev = float(starts[0])
+    if count[0]:
+        # Device work queued before the first step (launched outside it) delays the first step.
+        early = dev & ~matched & (d_end < dmin[0])
+        if early.any():
+            prev = max(prev, float(d_end[early].max()))
+    new_s = np.empty(n)
+    new_e = np.empty(n)
+    for i in range(n):  # one iteration per step, not per event
+        s = max(prev, float(starts[i]))
+        e = max(float(ends[i]), s) if count[i] == 0 else max(float(ends[i]), float(dmax[i]), s)
+        new_s[i], new_e[i] = s, e
+        prev = e
+    keep = n
+    if n > 1:
+        nz = np.flatnonzero(count)
+        last = int(nz[-1])
+        keep = last + 1
+        if last > 0 and count[last - 1] * TAIL_RATIO > count[last]:
+            keep = last
+    return float(new_s[0]), float(new_e[keep - 1])
+
+
+def kernel_device(trace: Trace) -> int | None:
+    """The device the summary reports: the one running most kernels (the plugin reports per device)."""
     g = trace.gpu
     kern = g.kind == KERNEL
     if not kern.any():
         return None
-    if not trace.steps:
-        return float(g.ts[kern].min()), float((g.ts + g.dur)[kern].max())
-    lo = trace.steps[0].ts
-    hi = max(s.end for s in trace.steps)
-    return lo, hi
+    devs, counts = np.unique(g.device[kern], return_counts=True)
+    return int(devs[int(np.argmax(counts))])
+
+
+@dataclass(frozen=True)
+class _DeviceKernels:
+    ts: np.ndarray
+    end: np.ndarray
+    blocks_per_sm: np.ndarray
+    occupancy: np.ndarray
+
+
+def _device_kernels(trace: Trace, device: int) -> _DeviceKernels:
+    g = trace.gpu
+    m = (g.kind == KERNEL) & (g.device == device)
+    return _DeviceKernels(g.ts[m], (g.ts + g.dur)[m], g.blocks_per_sm[m], g.occupancy[m])
+
+
+def sm_segments(k: _DeviceKernels) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The plugin's SM-efficiency step function: between consecutive kernel start/end points, the
+    sum of blocks/SM of the kernels in flight, capped at 1 (only kernels with blocks/SM > 0)."""
+    has = k.blocks_per_sm > 0  # nan compares False
+    if not has.any():
+        return np.zeros(0), np.zeros(0), np.zeros(0)
+    v = k.blocks_per_sm[has]
+    t = np.concatenate((k.ts[has], k.end[has]))
+    typ = np.concatenate((np.zeros(len(v), np.int8), np.ones(len(v), np.int8)))  # starts before ends
+    val = np.concatenate((v, -v))
+    order = np.lexsort((typ, t))
+    t, val = t[order], val[order]
+    running = np.cumsum(val)  # sequential, like the plugin's running sum (same float residue)
+    seg = (t[1:] > t[:-1]) & (running[:-1] > 0)
+    return t[:-1][seg], t[1:][seg], np.minimum(running[:-1][seg], 1.0)
+
+
+def gpu_metrics(trace: Trace, device: int | None = None) -> dict[str, float | None]:
+    """Fractions (0..1) for utilization / SM efficiency and percent for occupancy, as the plugin
+    computes them for `device` (default: `kernel_device`)."""
+    out: dict[str, float | None] = {"utilization": None, "sm_efficiency": None, "achieved_occupancy": None}
+    dev = kernel_device(trace) if device is None else device
+    win = tb_window(trace)
+    if dev is None or win is None or win[1] <= win[0]:
+        return out
+    lo, hi = win
+    k = _device_kernels(trace, dev)
+    ms, me = merge(k.ts, k.end)
+    inside = covered_before(ms, me, np.array([lo, hi]))
+    out["utilization"] = float(inside[1] - inside[0]) / (hi - lo)
+    s, e, v = sm_segments(k)
+    cs, ce = np.maximum(s, lo), np.minimum(e, hi)
+    in_w = ce > cs
+    if in_w.any():
+        out["sm_efficiency"] = float((v[in_w] * (ce[in_w] - cs[in_w])).sum()) / (hi - lo)
+    occ_ok = k.occupancy >= 0  # nan compares False; 0 is kept
+    w = np.minimum(k.end, hi) - np.maximum(k.ts, lo)
+    use = occ_ok & (w > 0)
+    if use.any():
+        out["achieved_occupancy"] = float((k.occupancy[use] * w[use]).sum() / w[use].sum())
+    return out
 
 
 def gpu_summary(trace: Trace) -> dict[str, float | None]:
+    """The `gpu.*` keys of `perflint summary`, in percent."""
+    m = gpu_metrics(trace)
+    return {
+        "utilization_pct": None if m["utilization"] is None else 100.0 * m["utilization"],
+        "sm_efficiency_pct": None if m["sm_efficiency"] is None else 100.0 * m["sm_efficiency"],
+        "achieved_occupancy_pct": m["achieved_occupancy"],
+    }
+
+
+def profiler_range(trace: Trace) -> tuple[float, float] | None:
+    """The counter series' global range: the profiler's own `PyTorch Profiler (0)` span when the
+    reader kept it (trace.meta["profiler_range"]), else the span of all host and device events."""
+    pr = trace.meta.get("profiler_range")
+    if isinstance(pr, (tuple, list)) and len(pr) == 2:
+        return float(pr[0]), float(pr[1])
     g = trace.gpu
-    win = tb_window(trace)
-    out: dict[str, float | None] = {"utilization_pct": None, "sm_efficiency_pct": None, "achieved_occupancy_pct": None}
-    if win is None:
-        return out
-    lo, hi = win
+    dev = np.isin(g.kind, (KERNEL, MEMCPY, MEMSET))
+    lo, hi = np.inf, -np.inf
+    for ts, dur in ((trace.ops.ts, trace.ops.dur), (trace.runtime.ts, trace.runtime.dur),
+                    (trace.pyfn.ts, trace.pyfn.dur), (g.ts[dev], g.dur[dev])):
+        if len(ts):
+            lo, hi = min(lo, float(ts.min())), max(hi, float((ts + dur).max()))
+    return (lo, hi) if hi > lo else None
+
+
+def _bucket_size(span: float) -> int:
+    size = 1
+    while span / size > BUCKETS_MAX:
+        size *= 10
+    return size
+
+
+def gpu_timeline(trace: Trace) -> dict[str, Any]:
+    """The plugin's counter series, per device with kernels: utilization per time bucket over the
+    whole profiled range (not clipped to W) and the SM-efficiency step function.
+
+    `events` are the Chrome counter events in the plugin's order (ready to append to a trace);
+    values are the real fractions. (The plugin's own fixture gpu_metrics_expected.json stores
+    hand-scaled values, utilization x100 and SM efficiency x10; see tests/test_metrics_tb.py.)
+    """
+    rng = profiler_range(trace)
+    g = trace.gpu
+    out: dict[str, Any] = {"range_us": None, "bucket_us": None, "devices": {}, "events": []}
     kern = g.kind == KERNEL
-    ts, end = g.ts[kern], (g.ts + g.dur)[kern]
-    ms, me = merge(ts, end)
-    if hi > lo:
-        out["utilization_pct"] = 100.0 * clip_length(ms, me, lo, hi) / (hi - lo)
-    bps = g.blocks_per_sm[kern]
-    has = ~np.isnan(bps)
-    if has.any() and hi > lo:
-        out["sm_efficiency_pct"] = 100.0 * float((np.minimum(bps[has], 1.0) * g.dur[kern][has]).sum()) / (hi - lo)
-    occ = g.occupancy[kern]
-    has = ~np.isnan(occ)
-    if has.any():
-        w = g.dur[kern][has]
-        if w.sum() > 0:
-            out["achieved_occupancy_pct"] = float((occ[has] * w).sum() / w.sum())
+    if rng is None or not kern.any():
+        return out
+    start, end = rng
+    size = _bucket_size(end - start)
+    nb = int((end - start) / size)
+    out["range_us"] = [start, end]
+    out["bucket_us"] = size
+    b0 = start + size * np.arange(nb, dtype=np.float64)
+    b1 = np.append(b0[1:], end)  # the last bucket runs to the end of the range
+    # The plugin emits the utilization series of every device first, then the SM-efficiency ones.
+    util_events: list[dict[str, Any]] = []
+    sm_events: list[dict[str, Any]] = []
+    for dev in np.unique(g.device[kern]).tolist():
+        k = _device_kernels(trace, int(dev))
+        ms, me = merge(k.ts, k.end)
+        util = (covered_before(ms, me, b1) - covered_before(ms, me, b0)) / (b1 - b0) if nb else np.zeros(0)
+        s, e, v = sm_segments(k)
+        out["devices"][str(dev)] = {
+            "utilization": [[float(t), float(x)] for t, x in zip(b0.tolist(), util.tolist())],
+            "sm_efficiency": [[float(a), float(b), float(x)] for a, b, x in zip(s.tolist(), e.tolist(), v.tolist())],
+        }
+        name = f"GPU {dev} Utilization"
+        if nb:
+            series = [(start, 1.0), (start, 0.0)] + list(zip(b0.tolist(), util.tolist())) + [(float(b1[-1]), 0.0)]
+            util_events += [_counter(name, int(dev), t, "GPU Utilization", x) for t, x in series]
+        if len(s):
+            name = f"GPU {dev} Est. SM Efficiency"
+            pts = [(start, 1.0), (start, 0.0)]
+            for a, b, x in zip(s.tolist(), e.tolist(), v.tolist()):
+                pts += [(a, x), (b, 0.0)]
+            sm_events += [_counter(name, int(dev), t, "Est. SM Efficiency", x) for t, x in pts]
+    out["events"] = util_events + sm_events
     return out
+
+
+def _counter(name: str, pid: int, ts: float, key: str, value: float) -> dict[str, Any]:
+    return {"ph": "C", "name": name, "pid": pid, "ts": ts, "args": {key: value}}

@@ -1,0 +1,105 @@
+"""TensorBoard profiler plugin GPU metrics: the plugin's known-answer fixture and real traces."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from perflint.metrics.tb_gpu import gpu_metrics, gpu_summary, gpu_timeline, tb_window
+from perflint.graph.load import load_trace
+from tests.conftest import shared_trace
+
+FIXTURE_IN = "kineto/test/gpu_metrics_input.json"
+FIXTURE_EXPECTED = "kineto/test/gpu_metrics_expected.json"
+
+# The plugin's test_dump_gpu_metrics does not compute the expected file: it injects hand-written
+# counter values "1/100 / 1/10 of the real data" - utilization buckets x100 and SM-efficiency
+# segments x10 - with the real timestamps. perflint emits the real fractions, so "matching the
+# fixture" means: same counter names, timestamps and order, and expected value == perflint value x
+# the documented factor (the two baseline points 1, 0 at the start of each series are unscaled).
+FIXTURE_SCALE = {"GPU Utilization": 100.0, "Est. SM Efficiency": 10.0}
+
+
+def _fixture_trace() -> tuple[object, list[dict[str, object]]]:
+    path = shared_trace(FIXTURE_IN)
+    trace = load_trace(path)
+    with open(path) as fh:
+        raw = json.load(fh)["traceEvents"]
+    if "profiler_range" not in trace.meta:
+        # The plugin's global range is the `PyTorch Profiler (0)` span (cat "Trace"), which the
+        # reader does not keep yet; supply it as the reader should (see tb_gpu.profiler_range).
+        (prof,) = [e for e in raw if e.get("cat") == "Trace" and e.get("name") == "PyTorch Profiler (0)"]
+        trace.meta["profiler_range"] = (prof["ts"], prof["ts"] + prof["dur"])
+    with open(shared_trace(FIXTURE_EXPECTED)) as fh:
+        expected = [e for e in json.load(fh)["traceEvents"] if e.get("ph") == "C"]
+    return trace, expected
+
+
+def test_fixture_counter_series_match_plugin_expected() -> None:
+    trace, expected = _fixture_trace()
+    tl = gpu_timeline(trace)  # type: ignore[arg-type]
+    mine = tl["events"]
+    assert tl["bucket_us"] == 1000 and len(tl["devices"]["0"]["utilization"]) == 13
+    assert len(mine) == len(expected) == 78
+    for k, (m, e) in enumerate(zip(mine, expected)):
+        assert (m["name"], m["pid"], m["ts"]) == (e["name"], e["pid"], e["ts"]), k
+        ((key, value),) = e["args"].items()
+        ((mkey, mvalue),) = m["args"].items()
+        assert key == mkey
+        first = next(i for i, x in enumerate(mine) if x["name"] == m["name"])
+        baseline = k - first < 2  # each series opens with the points (start, 1), (start, 0)
+        factor = 1.0 if baseline else FIXTURE_SCALE[key]
+        assert math.isclose(value, mvalue * factor, rel_tol=1e-12, abs_tol=1e-15), (k, value, mvalue)
+
+
+def test_fixture_summary_numbers() -> None:
+    trace, _ = _fixture_trace()
+    assert tb_window(trace) == (1621401187223358.0, 1621401187236768.0)  # type: ignore[arg-type]
+    m = gpu_metrics(trace)  # type: ignore[arg-type]
+    assert m["utilization"] == pytest.approx(0.0035794183445190158, rel=1e-12)
+    assert m["sm_efficiency"] == pytest.approx(5.499627143922443e-05, rel=1e-12)
+    assert m["achieved_occupancy"] is None  # the fixture has no "est. achieved occupancy %"
+
+
+# (utilization %, Est. SM efficiency %, Est. achieved occupancy %) of the plugin's GPU summary.
+PLUGIN_SUMMARY = {
+    "kineto/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz": (55.51, 54.68, 49.13),
+    "kineto/samples/resnet50_num_workers_4/worker0.1623212756351.pt.trace.json.gz": (70.27, 69.22, 48.91),
+}
+
+
+@pytest.mark.parametrize("rel", sorted(PLUGIN_SUMMARY))
+def test_resnet50_gpu_summary(rel: str) -> None:
+    s = gpu_summary(load_trace(shared_trace(rel)))
+    got = (s["utilization_pct"], s["sm_efficiency_pct"], s["achieved_occupancy_pct"])
+    for g, want in zip(got, PLUGIN_SUMMARY[rel]):
+        assert g is not None
+        assert abs(round(g, 2) - want) <= 0.01 + 1e-9
+
+
+# Modern (cuda_runtime) traces: perflint follows the kineto-repo plugin, which extends steps to the
+# device work they launch; the released 0.4.3 does not (its numbers in docs/metrics.md). Raw fractions.
+REPO_PLUGIN = {
+    "hta/trace_filter/sampled_rank-0.json.gz": (0.44485726524418245, 0.20758302464026, 21.037939454493593),
+    "hta/trace_compare/test/test.json.gz": (0.02962962962962963, 0.0003703703703703704, 0.0),
+}
+
+
+@pytest.mark.parametrize("rel", sorted(REPO_PLUGIN))
+def test_repo_plugin_window_on_modern_traces(rel: str) -> None:
+    m = gpu_metrics(load_trace(shared_trace(rel)))
+    want = REPO_PLUGIN[rel]
+    assert m["utilization"] == pytest.approx(want[0], rel=1e-9)
+    if want[1] is not None:
+        assert m["sm_efficiency"] == pytest.approx(want[1], rel=1e-9)
+        assert m["achieved_occupancy"] == pytest.approx(want[2], rel=1e-9)
+
+
+def test_gpu_only_trace_has_no_window() -> None:
+    # No CPU op and no step: the plugin divides by a negative span (-0.0 %); perflint says null.
+    t = load_trace(shared_trace("tracelens/traces/mi210/gpu_only_trace/gpu_only_trace.json.gz"))
+    assert tb_window(t) is None
+    assert gpu_summary(t) == {"utilization_pct": None, "sm_efficiency_pct": None, "achieved_occupancy_pct": None}
+    assert gpu_timeline(t)["events"]  # the counter series needs no window
