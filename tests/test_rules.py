@@ -3,7 +3,8 @@ findings. One parametrized test runs them all.
 
 fixtures/rules/<CODE>/
   make.py        defines bad() and good(), each returning a tests.builder.TraceBuilder
-                 (or bad.json[.gz] / good.json[.gz] files instead)
+                 (or bad.json[.gz] / good.json[.gz] files instead); regression rules also define
+                 baseline(), passed as --baseline
   expected.yaml  bad: [ {finding fields to match: code, severity, op, kernel, input_dims, source,
                          kernel_contains, message_contains, evidence: {...}} , ... ]
 """
@@ -27,6 +28,13 @@ CODES = [r.code for r in RULES]
 CASES = FIXTURES / "rules"
 
 
+def _has(case_dir: Path, kind: str) -> bool:
+    make = case_dir / "make.py"
+    if make.exists() and f"def {kind}(" in make.read_text():
+        return True
+    return any((case_dir / f"{kind}{ext}").exists() for ext in (".json", ".json.gz"))
+
+
 def _trace(case_dir: Path, kind: str, tmp_path: Path) -> str:
     make = case_dir / "make.py"
     if make.exists():
@@ -35,19 +43,45 @@ def _trace(case_dir: Path, kind: str, tmp_path: Path) -> str:
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         if hasattr(mod, kind):
-            return str(getattr(mod, kind)().write(tmp_path / f"{kind}.json"))
+            built = getattr(mod, kind)()
+            if isinstance(built, list):  # multi-rank cases: a directory of rank files
+                d = tmp_path / kind
+                d.mkdir(exist_ok=True)
+                for i, b in enumerate(built):
+                    b.write(d / f"rank{i}.pt.trace.json")
+                return str(d)
+            return str(built.write(tmp_path / f"{kind}.json"))
     for name in (f"{kind}.json", f"{kind}.json.gz", f"{kind}.pt.trace.json.gz"):
         if (case_dir / name).exists():
             return str(case_dir / name)
     pytest.fail(f"{case_dir}: no {kind} case (make.py:{kind}() or {kind}.json[.gz])")
 
 
-def _check(path: str, code: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    rc = main(["check", path, "--select", code, "--format", "json", "--fail-on", "never", "--jobs", "1"])
+def _check(path: str, code: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, Any]:
+    """Runs the rule alone; regression rules get the case's baseline() trace as --baseline."""
+    extra: list[str] = []
+    case = CASES / code
+    if _has(case, "baseline"):
+        extra = ["--baseline", _trace(case, "baseline", tmp_path)]
+    rc = main(["check", path, "--select", code, "--format", "json", "--fail-on", "never", "--jobs", "1", *extra])
     out = capsys.readouterr().out
     assert rc == 0, out
     doc = json.loads(out)
     return doc  # type: ignore[no-any-return]
+
+
+def _findings(doc: dict[str, Any], code: str) -> list[dict[str, Any]]:
+    """Findings of `code`: per trace, or run-level (multi-rank rules) in `run_findings`."""
+    per_trace = [f for t in doc["traces"] for f in t["findings"]]
+    return [f for f in per_trace + doc.get("run_findings", []) if f["code"] == code]
+
+
+def _statuses(doc: dict[str, Any], code: str) -> list[dict[str, Any]]:
+    """One status per rule: a run-level rule has one for the run; a trace rule one per trace."""
+    run = [s for s in doc.get("run_statuses", []) if s["code"] == code]
+    if run:
+        return run
+    return [s for t in doc["traces"] for s in t["statuses"] if s["code"] == code]
 
 
 def _matches(expect: dict[str, Any], f: dict[str, Any]) -> bool:
@@ -59,7 +93,8 @@ def _matches(expect: dict[str, Any], f: dict[str, Any]) -> bool:
             if v not in (f["kernel"] or ""):
                 return False
         elif k == "evidence":
-            if any(f["evidence"].get(ek) != ev for ek, ev in v.items()):
+            # Floats compare to 1e-9 relative: evidence is computed, fixtures are written by hand.
+            if any(f["evidence"].get(ek) != (pytest.approx(ev) if isinstance(ev, float) else ev) for ek, ev in v.items()):
                 return False
         elif f.get(k) != v:
             return False
@@ -78,10 +113,8 @@ def test_rule_bad_case_finds_expected(code: str, tmp_path: Path, capsys: pytest.
     case = CASES / code
     expected = yaml.safe_load((case / "expected.yaml").read_text())["bad"]
     assert expected, "the bad case must expect at least one finding"
-    doc = _check(_trace(case, "bad", tmp_path), code, capsys)
-    (t,) = doc["traces"]
-    found = [f for f in t["findings"] if f["code"] == code]
-    (status,) = [s for s in t["statuses"] if s["code"] == code]
+    doc = _check(_trace(case, "bad", tmp_path), code, capsys, tmp_path)
+    found, (status,) = _findings(doc, code), _statuses(doc, code)
     assert status["status"] == "failed"
     assert len(found) == len(expected), [f["message"] for f in found]
     unmatched = [e for e in expected if not any(_matches(e, f) for f in found)]
@@ -92,10 +125,9 @@ def test_rule_bad_case_finds_expected(code: str, tmp_path: Path, capsys: pytest.
 
 @pytest.mark.parametrize("code", CODES)
 def test_rule_good_case_is_clean(code: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    doc = _check(_trace(CASES / code, "good", tmp_path), code, capsys)
-    (t,) = doc["traces"]
-    assert [f["message"] for f in t["findings"] if f["code"] == code] == []
-    (status,) = [s for s in t["statuses"] if s["code"] == code]
+    doc = _check(_trace(CASES / code, "good", tmp_path), code, capsys, tmp_path)
+    assert [f["message"] for f in _findings(doc, code)] == []
+    (status,) = _statuses(doc, code)
     assert status["status"] == "passed", status
 
 

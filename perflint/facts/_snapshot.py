@@ -1,0 +1,132 @@
+"""A compact per-trace snapshot of per-step samples, for baselines and diffs (DESIGN §8).
+
+Per analysis step: step time, GPU busy %, kernel time per category, kernels and launches,
+memcpy bytes, and time/count per kernel group (top-level op x op x shapes x kernel). Groups
+below a small share are folded away so a snapshot stays kilobytes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from perflint import __version__
+from perflint.facts import Context
+from perflint.facts._common import kernel_op, op_info
+from perflint.metrics.intervals import clip_length, merge
+from perflint.metrics.kernels import CATEGORIES, SYNC_CATEGORY, classify
+from perflint.metrics.steps import launch_ts, step_of
+from perflint.model import KERNEL, MEMCPY, Trace
+
+SNAPSHOT_SCHEMA = "perflint-snapshot"
+SNAPSHOT_VERSION = 1
+MIN_GROUP_SHARE_PCT = 0.1
+MAX_GROUPS = 300
+
+
+def identity(trace: Trace) -> dict[str, Any]:
+    dev = trace.primary_device
+    return {
+        "device": dev.name if dev else None,
+        "vendor": dev.vendor if dev else None,
+        "sm_count": dev.sm_count if dev else None,
+        "compute_capability": dev.cc_str if dev else None,
+        **{k: trace.meta.get(k) for k in ("cuda_runtime_version", "cuda_driver_version", "hip_runtime_version")},
+    }
+
+
+def group_key(top: str | None, op: str | None, dims: Any, kernel: str) -> str:
+    return f"{top or '-'} | {op or '-'} | {dims!r} | {kernel}"
+
+
+def trace_snapshot(ctx: Context) -> dict[str, Any]:
+    t = ctx.trace
+    g = t.gpu
+    steps = ctx.steps
+    n = len(steps)
+    step_idx = step_of(t, steps, launch_ts(t)) if n else np.full(len(g), -1)
+    cats = classify(t).category
+    kern = g.kind == KERNEL
+    samples: dict[str, list[float]] = {
+        "step_time_us": [s.dur for s in steps],
+        "gpu_busy_pct": [],
+        "kernels_per_step": [],
+        "launches_per_step": [],
+        "memcpy_bytes": [],
+    }
+    for c in CATEGORIES:
+        samples[f"category.{c}"] = []
+    rt_names = {i for i, s in enumerate(t.strings) if "Launch" in s or "launch" in s}
+    rt_launch = np.isin(t.runtime.name, np.fromiter(rt_names, dtype=np.int32)) if rt_names else np.zeros(len(t.runtime), bool)
+    rt_step = step_of(t, steps, t.runtime.ts) if n else np.full(len(t.runtime), -1)
+    for i, s in enumerate(steps):
+        mine = step_idx == i
+        k = mine & kern
+        ends = g.ts[k] + g.dur[k]
+        hi = max(s.end, float(ends.max())) if k.any() else s.end
+        ms, me = merge(g.ts[k], ends)
+        samples["gpu_busy_pct"].append(100.0 * clip_length(ms, me, s.ts, hi) / (hi - s.ts) if hi > s.ts else 0.0)
+        samples["kernels_per_step"].append(float(k.sum()))
+        samples["launches_per_step"].append(float((rt_launch & (rt_step == i)).sum()))
+        mc = mine & (g.kind == MEMCPY)
+        samples["memcpy_bytes"].append(float(np.clip(g.nbytes[mc], 0, None).sum()))
+        work = mine & (cats != SYNC_CATEGORY)
+        per_cat = np.bincount(cats[work].astype(np.int64), weights=g.dur[work], minlength=len(CATEGORIES))
+        for ci, c in enumerate(CATEGORIES):
+            samples[f"category.{c}"].append(float(per_cat[ci]))
+    groups = _groups(ctx, step_idx, n)
+    mem = t.memory
+    cuda = mem.device_type == 1
+    peak = int(mem.total_allocated[cuda].max()) if cuda.any() and (mem.total_allocated[cuda] >= 0).any() else None
+    return {
+        "path": t.path,
+        "rank": t.rank,
+        "identity": identity(t),
+        "steps": [s.number for s in steps],
+        "samples": samples,
+        "groups": groups,
+        "peak_memory_bytes": peak,
+    }
+
+
+def _groups(ctx: Context, step_idx: np.ndarray, n: int) -> dict[str, dict[str, Any]]:
+    t = ctx.trace
+    g = t.gpu
+    kern = g.kind == KERNEL
+    # Without steps, the whole trace is one sample.
+    sel = np.flatnonzero(kern & (step_idx >= 0)) if n else np.flatnonzero(kern)
+    width = n if n else 1
+    if len(sel) == 0:
+        return {}
+    total = float(g.dur[sel].sum())
+    kop = kernel_op(t)[sel]
+    buckets: dict[str, dict[str, Any]] = {}
+    for pos, row in enumerate(sel.tolist()):
+        info = op_info(ctx, int(kop[pos]))
+        top = info.stack[0] if info.stack else None
+        op = info.stack[-1] if info.stack else None
+        kname = t.s(int(g.name[row]))
+        key = group_key(top, op, info.dims, kname)
+        b = buckets.get(key)
+        if b is None:
+            b = {"top_level_op": top, "op": op, "input_dims": info.dims, "kernel": kname,
+                 "time_us": [0.0] * width, "count": [0] * width}
+            buckets[key] = b
+        si = int(step_idx[row]) if n else 0
+        b["time_us"][si] += float(g.dur[row])
+        b["count"][si] += 1
+    ranked = sorted(buckets.items(), key=lambda kv: -sum(kv[1]["time_us"]))
+    keep = {k: v for k, v in ranked[:MAX_GROUPS] if 100.0 * sum(v["time_us"]) / total >= MIN_GROUP_SHARE_PCT}
+    for v in keep.values():
+        v["time_us"] = [round(x, 3) for x in v["time_us"]]
+    return keep
+
+
+def snapshot_document(traces: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "schema": SNAPSHOT_SCHEMA,
+        "schema_version": SNAPSHOT_VERSION,
+        "perflint_version": __version__,
+        "traces": traces,
+    }

@@ -1,0 +1,117 @@
+"""Communication (NCCL / RCCL collectives) per trace: share of the step and overlap with compute.
+
+- comm_pct: communication kernel time (union of comm kernel spans) inside the analysis steps /
+  step time. Steps are timed as the TB plugin times them: extended to the end of the GPU work
+  they launched (`step_windows`), so the share stays <= 100% when the GPU lags the CPU.
+- comm_exposed_pct: the part no compute kernel, memcpy or memset hides — the TensorBoard
+  plugin's "Communication" role, which ranks below Kernel/Memcpy/Memset in its step breakdown
+  and is what its "> 10% of the step time is in communication" recommendation uses.
+- comm_overlap_pct: |comm ∩ compute| / |comm|, as HTA's get_comm_comp_overlap computes it
+  (compute = kernels that are not communication, memcpy or memset).
+
+Fields are added to the `trace` scope (one row per trace / rank). `compute_time_us` (kernel
+time that is not communication) is there too: the straggler rule compares it across ranks,
+because fast ranks spend their wait for the slow one inside the collectives.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from perflint.facts import Context, Row, capability, enricher
+from perflint.facts._common import window_mask
+from perflint.facts._spans import EMPTY, Spans, length, overlap, spans, step_windows, union
+from perflint.metrics.kernels import CAT_INDEX, classify
+from perflint.model import KERNEL, MEMCPY, MEMSET, Trace
+
+FIELDS = {
+    "comm_kernels": "communication kernels running in the analysis steps",
+    "comm_time_us": "communication kernel time (union of spans) inside the analysis steps",
+    "comm_us": "communication time per analysis step (us)",
+    "comm_pct": "communication time / step time, %",
+    "comm_exposed_us": "communication time per step not hidden by compute, memcpy or memset (us)",
+    "comm_exposed_pct": "exposed communication / step time, % (TB plugin Communication role)",
+    "comm_overlap_pct": "HTA compute/communication overlap: |comm ∩ compute| / |comm|, %",
+    "compute_time_us": "non-communication kernel time launched in the analysis steps",
+    "compute_us": "non-communication kernel time per analysis step (us)",
+    "collectives": "collective names recorded on comm kernels (Collective name arg), comma-separated",
+}
+
+_COMM = CAT_INDEX["communication"]
+
+
+def comm_mask(t: Trace) -> np.ndarray:
+    return (t.gpu.kind == KERNEL) & (classify(t).category == _COMM)
+
+
+@capability("communication")
+def _has_comm(t: Trace) -> str | None:
+    if comm_mask(t).any():
+        return None
+    return "the trace has no communication (NCCL/RCCL) kernels (single-process run?)"
+
+
+def _spans_of(t: Trace, mask: np.ndarray) -> Spans:
+    g = t.gpu
+    return spans(g.ts[mask], g.ts[mask] + g.dur[mask]) if mask.any() else EMPTY
+
+
+def _in_windows(a: Spans, wins: list[tuple[float, float]]) -> float:
+    return sum(length(a, lo, hi) for lo, hi in wins)
+
+
+def _overlap_in_windows(a: Spans, b: Spans, wins: list[tuple[float, float]]) -> float:
+    return sum(overlap(a, b, lo, hi) for lo, hi in wins)
+
+
+def comm_numbers(ctx: Context) -> dict[str, Any]:
+    t = ctx.trace
+    g = t.gpu
+    out: dict[str, Any] = {k: None for k in FIELDS}
+    kern = g.kind == KERNEL
+    comm = kern & comm_mask(t)
+    # compute time per step for rank comparisons: kernels launched in the analysis steps
+    compute_win = window_mask(ctx) & kern & ~comm
+    n_steps = len(ctx.steps)
+    compute_time = float(g.dur[compute_win].sum())
+    out["compute_time_us"] = compute_time
+    out["compute_us"] = compute_time / n_steps if n_steps else compute_time
+    # Shares: device time inside the (device-extended) analysis steps, as the TB plugin clips
+    # its roles to steps; without steps the whole trace is one window.
+    if n_steps:
+        wins = step_windows(ctx)
+    elif len(g):
+        wins = [(float(g.ts.min()), float((g.ts + g.dur).max()))]
+    else:
+        wins = []
+    lo_all = min((w[0] for w in wins), default=0.0)
+    hi_all = max((w[1] for w in wins), default=0.0)
+    live = (g.ts < hi_all) & (g.ts + g.dur > lo_all)
+    comm &= live
+    out["comm_kernels"] = int(comm.sum())
+    if not comm.any() or not wins:
+        return out
+    cs = _spans_of(t, comm)
+    comp = _spans_of(t, kern & ~comm & live)
+    hiding = union(comp, _spans_of(t, live & ((g.kind == MEMCPY) | (g.kind == MEMSET))))
+    comm_time = _in_windows(cs, wins)
+    exposed = max(0.0, comm_time - _overlap_in_windows(cs, hiding, wins))
+    total = sum(hi - lo for lo, hi in wins)
+    per = float(len(wins))
+    out["comm_time_us"] = comm_time
+    out["comm_us"] = comm_time / per
+    out["comm_exposed_us"] = exposed / per
+    if total > 0:
+        out["comm_pct"] = 100.0 * comm_time / total
+        out["comm_exposed_pct"] = 100.0 * exposed / total
+    out["comm_overlap_pct"] = 100.0 * _overlap_in_windows(cs, comp, wins) / comm_time if comm_time > 0 else None
+    names = sorted({t.s(int(c)) for c in g.collective[comm].tolist() if c >= 0})
+    out["collectives"] = ", ".join(names) if names else None
+    return out
+
+
+@enricher("trace", fields=FIELDS)
+def _enrich(ctx: Context, row: Row) -> Row:
+    return comm_numbers(ctx)

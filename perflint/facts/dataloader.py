@@ -1,0 +1,97 @@
+"""Data-loader time per step, as the TensorBoard profiler plugin counts it.
+
+The plugin's step breakdown gives each instant of a step to one role, by priority: kernel,
+memcpy, memset, (communication), runtime, then DataLoader — the spans of the ops PyTorch names
+`enumerate(DataLoader)#<Iter>.__next__` (and `enumerate(DataPipe)#...`). So "DataLoader time"
+is the time the main process waits in `__next__` while the device and the launch path are
+idle: the exposed loading cost. Its recommendation fires above 5% of the step. Steps are timed
+as the plugin times them (extended to the end of the GPU work they launched, see `step_windows`).
+
+Fields are added to the `trace` scope (one row per trace / rank).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from perflint.facts import Context, Row, capability, enricher
+from perflint.facts._spans import EMPTY, Spans, length, overlap, spans, step_windows, union
+from perflint.model import GPU_SYNC, Trace
+
+FIELDS = {
+    "dataloader_pct": "median over analysis steps of exposed data-loader time (TB plugin DataLoader role) / step time, %",
+    "dataloader_us": "median exposed data-loader time per analysis step (us)",
+    "dataloader_wall_pct": "median share of the step spent inside DataLoader __next__, overlapped or not, %",
+    "dataloader_wall_us": "median time per analysis step inside DataLoader __next__ (us)",
+    "dataloader_calls": "DataLoader __next__ calls that start in the analysis steps",
+}
+
+
+def is_dataloader_name(name: str) -> bool:
+    """The TensorBoard plugin's test for a DataLoader op (event_parser / overall_parser)."""
+    return (name.startswith("enumerate(DataLoader)#") and name.endswith(".__next__")) or name.startswith(
+        "enumerate(DataPipe)#"
+    )
+
+
+def dataloader_ops(t: Trace) -> np.ndarray:
+    """Indices of data-loader ops (CPU ops or annotations), cached on the trace."""
+    got = t.cache.get("dataloader_ops")
+    if got is None:
+        ids = np.unique(t.ops.name) if len(t.ops) else np.zeros(0, dtype=np.int32)
+        hit = [int(i) for i in ids.tolist() if i >= 0 and is_dataloader_name(t.strings[int(i)])]
+        got = np.flatnonzero(np.isin(t.ops.name, hit)) if hit else np.zeros(0, dtype=np.int64)
+        t.cache["dataloader_ops"] = got
+    return got  # type: ignore[no-any-return]
+
+
+@capability("dataloader")
+def _has_dataloader(t: Trace) -> str | None:
+    if len(dataloader_ops(t)):
+        return None
+    return "the trace has no 'enumerate(DataLoader)#...__next__' ops (no torch DataLoader, or it ran outside the profiler)"
+
+
+def _busy(t: Trace) -> Spans:
+    """Device activity plus runtime calls: the roles that outrank DataLoader in the TB plugin."""
+    g = t.gpu
+    work = g.kind != GPU_SYNC
+    dev = spans(g.ts[work], g.ts[work] + g.dur[work]) if work.any() else EMPTY
+    rt = spans(t.runtime.ts, t.runtime.ts + t.runtime.dur) if len(t.runtime) else EMPTY
+    return union(dev, rt)
+
+
+def dataloader_numbers(ctx: Context) -> dict[str, Any]:
+    t = ctx.trace
+    empty: dict[str, Any] = {k: None for k in FIELDS}
+    idx = dataloader_ops(t)
+    steps = ctx.steps
+    if len(idx) == 0 or not steps:
+        return empty
+    ts, end = t.ops.ts[idx], t.ops.ts[idx] + t.ops.dur[idx]
+    dl = spans(ts, end)
+    busy = _busy(t)
+    wall, exposed, wall_pct, exposed_pct = [], [], [], []
+    calls = 0
+    for lo, hi in step_windows(ctx):
+        w = length(dl, lo, hi)
+        e = max(0.0, w - overlap(dl, busy, lo, hi))
+        wall.append(w)
+        exposed.append(e)
+        wall_pct.append(100.0 * w / (hi - lo) if hi > lo else 0.0)
+        exposed_pct.append(100.0 * e / (hi - lo) if hi > lo else 0.0)
+        calls += int(((ts >= lo) & (ts < hi)).sum())
+    return {
+        "dataloader_pct": float(np.median(exposed_pct)),
+        "dataloader_us": float(np.median(exposed)),
+        "dataloader_wall_pct": float(np.median(wall_pct)),
+        "dataloader_wall_us": float(np.median(wall)),
+        "dataloader_calls": calls,
+    }
+
+
+@enricher("trace", fields=FIELDS)
+def _enrich(ctx: Context, row: Row) -> Row:
+    return dataloader_numbers(ctx)

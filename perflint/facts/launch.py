@@ -1,0 +1,248 @@
+"""Launch overhead facts: `launch_groups` (per runtime API x launching op) and `launch_summary`
+(one row per trace: short-kernel share, GPU busy, CPU launch time vs GPU time).
+
+A "launch" is a CPU runtime call that put work on the GPU: any runtime call linked by correlation
+to a kernel/memcpy/memset, plus the known launch APIs when their GPU side was not recorded. HTA's
+CUDA kernel launch stats do the same for cudaLaunchKernel / cudaMemcpyAsync / cudaMemsetAsync;
+this also covers cuLaunchKernel, cudaLaunchKernelExC, hip* and graph launches.
+
+Outlier cutoffs are HTA's defaults (runtime > 50 us, launch delay > 100 us). They are fixed here
+because fact rows are computed once per trace, before any rule's params are known; rules filter on
+the counts (and on the max/quantile fields when they want another cutoff).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from perflint.facts import Context, Row, fact, rows
+from perflint.facts._common import op_info, steps_time_us, window_mask
+from perflint.metrics.intervals import merge
+from perflint.metrics.steps import step_of
+from perflint.metrics.tb_gpu import gpu_summary
+from perflint.model import GPU_SYNC, KERNEL, NONE
+
+RUNTIME_CUTOFF_US = 50.0  # HTA cuda_kernel_launch_stats runtime_cutoff
+DELAY_CUTOFF_US = 100.0  # HTA cuda_kernel_launch_stats launch_delay_cutoff
+SHORT_KERNEL_US = 10.0  # TraceLens short-kernel threshold
+
+# Launch APIs whose GPU side may be missing from a trace (dropped activity records).
+LAUNCH_APIS = frozenset(
+    {
+        "cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchCooperativeKernel", "cuLaunchKernel",
+        "cuLaunchKernelEx", "cudaGraphLaunch", "cuGraphLaunch", "cudaMemcpyAsync", "cudaMemsetAsync",
+        "hipLaunchKernel", "hipExtLaunchKernel", "hipModuleLaunchKernel", "hipExtModuleLaunchKernel",
+        "hipGraphLaunch", "hipMemcpyAsync", "hipMemsetAsync", "hipMemcpyWithStream",
+    }
+)
+
+
+def runtime_window(ctx: Context) -> np.ndarray:
+    """Runtime calls made inside the analysis steps (all calls when the trace has no steps)."""
+    got = ctx.cache.get("runtime_window")
+    if got is None:
+        t = ctx.trace
+        got = np.ones(len(t.runtime), dtype=bool)
+        if ctx.steps:
+            got = step_of(t, ctx.steps, t.runtime.ts) >= 0
+        ctx.cache["runtime_window"] = got
+    return got  # type: ignore[no-any-return]
+
+
+def window_span_us(ctx: Context) -> float | None:
+    """Denominator for 'share of step': step time, else the span of the GPU work analysed."""
+    if ctx.steps:
+        return steps_time_us(ctx)
+    g = ctx.trace.gpu
+    m = window_mask(ctx)
+    if not m.any():
+        return None
+    span = float((g.ts[m] + g.dur[m]).max() - g.ts[m].min())
+    return span or None
+
+
+def _launches(ctx: Context) -> dict[str, np.ndarray]:
+    """Per launch call in the window: runtime index, GPU time launched, first GPU start."""
+    got = ctx.cache.get("launches")
+    if got is not None:
+        return got  # type: ignore[no-any-return]
+    t = ctx.trace
+    rt, g = t.runtime, t.gpu
+    n = len(rt)
+    gpu_time = np.zeros(n)
+    first_start = np.full(n, np.nan)
+    kernels = np.zeros(n, dtype=np.int64)
+    linked = (g.launch != NONE) & (g.kind != GPU_SYNC)
+    li = g.launch[linked]
+    np.add.at(gpu_time, li, g.dur[linked])
+    starts = np.full(n, np.inf)
+    np.minimum.at(starts, li, g.ts[linked])
+    has = np.isfinite(starts)
+    first_start[has] = starts[has]
+    kl = linked & (g.kind == KERNEL)
+    np.add.at(kernels, g.launch[kl], 1)
+    api_names = {i: t.s(i) for i in np.unique(rt.name).tolist()} if n else {}
+    is_api = np.fromiter((api_names[x] in LAUNCH_APIS for x in rt.name.tolist()), dtype=bool, count=n)
+    sel = np.flatnonzero(runtime_window(ctx) & (has | is_api))
+    got = {
+        "idx": sel,
+        "gpu_time": gpu_time[sel],
+        "delay": first_start[sel] - rt.ts[sel],  # kernel start - launch start (nan: GPU side missing)
+        "kernels": kernels[sel],
+    }
+    ctx.cache["launches"] = got
+    return got
+
+
+GROUP_FIELDS = {
+    "api": "runtime API name (cudaLaunchKernel, cudaMemcpyAsync, hipLaunchKernel, ...)",
+    "op": "bottom-level op enclosing the launch call",
+    "top_level_op": "outermost op on the launch stack",
+    "op_stack": "ops from outermost to innermost (first launch of the group)",
+    "source": "user's file:line, when stacks were recorded",
+    "count": "launch calls in the analysis steps",
+    "runtime_us": "total CPU time spent in the launch calls",
+    "runtime_mean_us": "mean CPU time per launch call",
+    "runtime_max_us": "longest launch call",
+    "gpu_time_us": "GPU time of the work these calls launched",
+    "delay_mean_us": "mean launch delay (GPU start - launch call start), linked launches only",
+    "delay_p50_us": "median launch delay",
+    "delay_max_us": "largest launch delay",
+    "runtime_cutoff_us": "runtime outlier cutoff (HTA: 50 us)",
+    "runtime_outliers": "launch calls longer than runtime_cutoff_us",
+    "runtime_outlier_us": "CPU time of those calls above the cutoff (excess)",
+    "delay_cutoff_us": "launch delay outlier cutoff (HTA: 100 us)",
+    "delay_outliers": "launches whose delay exceeds delay_cutoff_us",
+    "delay_outlier_us": "launch delay above the cutoff, summed",
+    "gpu_busy_pct": "trace-wide TensorBoard-plugin GPU utilization (same for every group)",
+    "steps": "number of analysis steps",
+}
+
+
+@fact("launch_groups", key=("api", "top_level_op", "op"), fields=GROUP_FIELDS)
+def launch_groups(ctx: Context) -> list[Row]:
+    """CPU launch calls in the analysis steps, grouped per runtime API x launching op."""
+    t = ctx.trace
+    rt = t.runtime
+    L = _launches(ctx)
+    idx = L["idx"]
+    if len(idx) == 0:
+        return []
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    names: dict[int, tuple[Any, ...]] = {}
+    for pos, (r, op) in enumerate(zip(idx.tolist(), rt.op[idx].tolist())):
+        k = names.get(op)
+        if k is None:
+            info = op_info(ctx, op)
+            k = (info.stack[0] if info.stack else None, info.stack[-1] if info.stack else None)
+            names[op] = k
+        groups.setdefault((int(rt.name[r]), *k), []).append(pos)
+    busy = gpu_summary(t)["utilization_pct"]
+    out: list[Row] = []
+    for (api, top, bottom), positions in groups.items():
+        p = np.asarray(positions)
+        r = idx[p]
+        dur = rt.dur[r]
+        delay = L["delay"][p]
+        delay = delay[~np.isnan(delay)]
+        info = op_info(ctx, int(rt.op[r[0]]))
+        over = dur > RUNTIME_CUTOFF_US
+        dover = delay > DELAY_CUTOFF_US
+        out.append(
+            {
+                "api": t.s(api),
+                "op": bottom,
+                "top_level_op": top,
+                "op_stack": list(info.stack),
+                "source": info.source,
+                "count": len(r),
+                "runtime_us": float(dur.sum()),
+                "runtime_mean_us": float(dur.mean()),
+                "runtime_max_us": float(dur.max()),
+                "gpu_time_us": float(L["gpu_time"][p].sum()),
+                "delay_mean_us": float(delay.mean()) if len(delay) else None,
+                "delay_p50_us": float(np.median(delay)) if len(delay) else None,
+                "delay_max_us": float(delay.max()) if len(delay) else None,
+                "runtime_cutoff_us": RUNTIME_CUTOFF_US,
+                "runtime_outliers": int(over.sum()),
+                "runtime_outlier_us": float((dur[over] - RUNTIME_CUTOFF_US).sum()),
+                "delay_cutoff_us": DELAY_CUTOFF_US,
+                "delay_outliers": int(dover.sum()),
+                "delay_outlier_us": float((delay[dover] - DELAY_CUTOFF_US).sum()),
+                "gpu_busy_pct": busy,
+                "steps": len(ctx.steps),
+            }
+        )
+    out.sort(key=lambda row: -row["runtime_us"])
+    return out
+
+
+SUMMARY_FIELDS = {
+    "kernel_count": "kernels launched in the analysis steps",
+    "short_kernels": "kernels shorter than short_kernel_us",
+    "short_kernel_us": "short-kernel threshold (TraceLens: 10 us)",
+    "short_kernel_pct": "share of kernels (by count) shorter than short_kernel_us",
+    "kernel_time_us": "GPU kernel time launched in the analysis steps",
+    "gpu_time_us": "GPU time (kernels, memcpy, memset) launched by the launch calls",
+    "launch_count": "launch calls in the analysis steps",
+    "launch_runtime_us": "CPU time spent in launch calls",
+    "short_launch_runtime_us": "CPU time of the calls that launched short kernels",
+    "launch_to_gpu_ratio": "launch_runtime_us / kernel_time_us",
+    "gpu_busy_pct": "TensorBoard-plugin GPU utilization (merged kernels in steps / step time)",
+    "window_us": "step time (or GPU span without steps)",
+    "idle_us": "window_us x (1 - gpu_busy_pct)",
+    "top_launch_ops": "ops with the most launch CPU time: 'op (api) N calls, X us'",
+    "steps": "number of analysis steps",
+}
+
+
+@fact("launch_summary", key=("path",), fields={"path": "trace file", **SUMMARY_FIELDS})
+def launch_summary(ctx: Context) -> list[Row]:
+    """One row per trace: short-kernel share, GPU busy and CPU launch time vs GPU kernel time."""
+    t = ctx.trace
+    g = t.gpu
+    kern = window_mask(ctx) & (g.kind == KERNEL)
+    if not kern.any():
+        return []
+    kd = g.dur[kern]
+    short = kd < SHORT_KERNEL_US
+    L = _launches(ctx)
+    runtime = t.runtime.dur[L["idx"]]
+    # Launch calls whose kernels were all short (a cudaGraphLaunch of many kernels is not "short").
+    short_ids = np.flatnonzero(kern)[short]
+    short_launch = np.zeros(len(t.runtime), dtype=bool)
+    sl = g.launch[short_ids]
+    short_launch[sl[sl != NONE]] = True
+    short_rt = float(t.runtime.dur[L["idx"]][short_launch[L["idx"]]].sum())
+    busy = gpu_summary(t)["utilization_pct"]
+    window = window_span_us(ctx)
+    if busy is None and window:
+        ms, me = merge(g.ts[kern], g.ts[kern] + kd)
+        busy = 100.0 * float((me - ms).sum()) / window
+    kernel_time = float(kd.sum())
+    rows_ = rows(ctx, "launch_groups")
+    top = sorted(rows_, key=lambda r: -r["runtime_us"])[:3]
+    return [
+        {
+            "path": t.path,
+            "kernel_count": int(kern.sum()),
+            "short_kernels": int(short.sum()),
+            "short_kernel_us": SHORT_KERNEL_US,
+            "short_kernel_pct": 100.0 * float(short.mean()),
+            "kernel_time_us": kernel_time,
+            "gpu_time_us": float(L["gpu_time"].sum()),
+            "launch_count": len(L["idx"]),
+            "launch_runtime_us": float(runtime.sum()),
+            "short_launch_runtime_us": short_rt,
+            "launch_to_gpu_ratio": float(runtime.sum()) / kernel_time if kernel_time else None,
+            "gpu_busy_pct": busy,
+            "window_us": window,
+            "idle_us": window * (1.0 - busy / 100.0) if window and busy is not None else None,
+            "top_launch_ops": [
+                f"{r['op'] or '(no op)'} ({r['api']}) {r['count']} calls, {r['runtime_us']:.1f} us" for r in top
+            ],
+            "steps": len(ctx.steps),
+        }
+    ]

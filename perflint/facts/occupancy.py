@@ -1,0 +1,66 @@
+"""Launch-configuration fields on `kernel_groups`: theoretical occupancy and its limiter (CUDA
+occupancy calculator), the occupancy the OCC rules judge, waves and the tail wave.
+
+Kineto's `est. achieved occupancy %` is itself computed with cudaOccMaxActiveBlocksPerMultiprocessor
+capped by the grid; Kineto writes 0 when that call fails (kernels with more than 48 KiB of dynamic
+shared memory on Ampere/Hopper: checked on the H100 bert-small trace), so a trace value of 0
+for a kernel that did run blocks is treated as missing and the theoretical value is used.
+"""
+
+from __future__ import annotations
+
+import math
+
+from perflint.facts import Context, Row, enricher
+from perflint.metrics.occupancy import device_occupancy
+
+FIELDS = {
+    "theoretical_occupancy_pct": "theoretical occupancy % from block size, registers and shared memory (NVIDIA)",
+    "occupancy_limiter": "resource that limits resident blocks per SM: registers, shared_memory, warps or blocks",
+    "max_blocks_per_sm": "resident blocks per SM the launch configuration allows (theoretical)",
+    "occupancy_eff_pct": "the trace's achieved-occupancy estimate, else the theoretical occupancy capped by the grid",
+    "occupancy_source": "trace | theoretical (where occupancy_eff_pct comes from)",
+    "occupancy_eff_limiter": "what holds occupancy_eff_pct down: 'grid size' when the grid is below the resident limit, else occupancy_limiter",
+    "grid_fill": "blocks per SM launched (trace `blocks per SM`, else blocks / SM count)",
+    "waves": "blocks / (SM count x max_blocks_per_sm)",
+    "tail_wave_pct": "how full the last, partial wave is (% of a full wave); null when waves are whole",
+    "warp_size": "threads per warp (64 on AMD CDNA)",
+}
+
+
+@enricher("kernel_groups", fields=FIELDS)
+def launch_config(ctx: Context, row: Row) -> Row:
+    dev = ctx.trace.primary_device
+    warp = (dev.warp_size if dev and dev.warp_size else None) or (64 if row.get("vendor") == "amd" else 32)
+    out: Row = dict.fromkeys(FIELDS)
+    out["warp_size"] = warp
+    tpb, blocks, sms = row.get("threads_per_block"), row.get("blocks"), row.get("sm_count")
+    occ = device_occupancy(dev, tpb, row.get("registers"), row.get("shared_memory"))
+    grid_fill = row.get("blocks_per_sm")
+    if grid_fill is None and blocks and sms:
+        grid_fill = blocks / sms
+    out["grid_fill"] = grid_fill
+    if occ is not None:
+        out["theoretical_occupancy_pct"] = occ.occupancy_pct
+        out["occupancy_limiter"] = occ.limiter
+        out["max_blocks_per_sm"] = occ.active_blocks
+        if blocks and sms and occ.active_blocks:
+            waves = blocks / (sms * occ.active_blocks)
+            out["waves"] = waves
+            frac = waves - math.floor(waves)
+            out["tail_wave_pct"] = 100.0 * frac if frac > 1e-9 else None
+    traced = row.get("occupancy_pct")
+    if traced is not None and (traced > 0 or not grid_fill):
+        out["occupancy_eff_pct"], out["occupancy_source"] = traced, "trace"
+    elif occ is not None:
+        eff = occ.occupancy_pct
+        if grid_fill is not None and tpb and occ.active_blocks:
+            # A grid smaller than a full wave cannot reach theoretical occupancy (as Kineto caps it).
+            eff = occ.occupancy_pct * min(1.0, grid_fill / occ.active_blocks)
+        out["occupancy_eff_pct"], out["occupancy_source"] = eff, "theoretical"
+    eff = out["occupancy_eff_pct"]
+    if eff is not None and occ is not None and eff < 0.9 * occ.occupancy_pct and grid_fill is not None and grid_fill < occ.active_blocks:
+        out["occupancy_eff_limiter"] = "grid size"  # too few blocks to fill the resident slots
+    else:
+        out["occupancy_eff_limiter"] = out["occupancy_limiter"]
+    return out

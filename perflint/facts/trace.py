@@ -1,0 +1,59 @@
+"""`trace`: one row per trace (rank) with headline numbers. It is also each trace's `rank_row`
+for run-level (multi-rank) rules; other modules add fields to it with `@enricher("trace", ...)`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from perflint.facts import Context, Row, fact
+from perflint.facts._common import steps_time_us, window_mask
+from perflint.metrics.tb_gpu import gpu_summary
+from perflint.metrics.temporal import temporal_breakdown
+from perflint.model import KERNEL
+
+FIELDS = {
+    "path": "trace file",
+    "rank": "rank (distributedInfo or file name)",
+    "device": "device name",
+    "sm_count": "SMs on the device",
+    "steps": "analysis steps (warm-up and last excluded)",
+    "step_median_us": "median analysis-step duration",
+    "steps_time_us": "total analysis-step time",
+    "kernel_time_us": "kernel time launched in the analysis steps",
+    "kernel_count": "kernels launched in the analysis steps",
+    "gpu_utilization_pct": "TensorBoard-plugin GPU utilization",
+    "idle_pct": "HTA temporal breakdown idle %",
+    "has_steps": "the trace has ProfilerStep markers",
+    "has_device_properties": "the trace has deviceProperties",
+    "has_input_dims": "some op recorded Input Dims",
+    "has_gpu_kernels": "the trace has kernel events",
+}
+
+
+@fact("trace", key=("rank",), fields=FIELDS)
+def trace_row(ctx: Context) -> list[Row]:
+    """One row of whole-trace numbers."""
+    t = ctx.trace
+    g = t.gpu
+    kern = window_mask(ctx) & (g.kind == KERNEL)
+    dev = t.primary_device
+    durs = [s.dur for s in ctx.steps]
+    return [
+        {
+            "path": t.path,
+            "rank": t.rank,
+            "device": dev.name if dev else None,
+            "sm_count": dev.sm_count if dev else None,
+            "steps": len(ctx.steps),
+            "step_median_us": float(np.median(durs)) if durs else None,
+            "steps_time_us": steps_time_us(ctx) if durs else None,
+            "kernel_time_us": float(g.dur[kern].sum()),
+            "kernel_count": int(kern.sum()),
+            "gpu_utilization_pct": gpu_summary(t)["utilization_pct"],
+            "idle_pct": temporal_breakdown(t)["idle_pct"],
+            "has_steps": bool(t.steps),
+            "has_device_properties": bool(t.devices),
+            "has_input_dims": bool((t.ops.dims >= 0).any()),
+            "has_gpu_kernels": bool((g.kind == KERNEL).any()),
+        }
+    ]
