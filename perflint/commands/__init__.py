@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from perflint.commands import check, explain, rules, summary
+from perflint.commands import accept, check, diff, explain, rules, snapshot, summary
 
 COMMANDS: dict[str, ModuleType] = {
     "summary": summary,
     "check": check,
     "rules": rules,
     "explain": explain,
+    "snapshot": snapshot,
+    "diff": diff,
+    "accept": accept,
 }

@@ -8,9 +8,11 @@ import os
 import sys
 from typing import Any
 
+from perflint.commands.baseline_io import apply_accepted, load_accepted, load_baseline
 from perflint.commands.common import add_input_options, jobs_of, report_errors
 from perflint.config import Config, apply_suppressions, load_config, select_rules
 from perflint.engine.loader import load_rules
+from perflint.errors import UsageError
 from perflint.engine.run import ActiveRule, check_run, check_trace
 from perflint.findings import RunResult
 from perflint.model import Trace
@@ -36,18 +38,48 @@ def add_parser(sub: Any, name: str) -> None:
     p.add_argument("--output", "-o", default=None, metavar="FILE", help="write the --format report to FILE")
     for fmt in ("json", "junit", "markdown", "sarif"):
         p.add_argument(f"--{fmt}", default=None, metavar="FILE", help=f"also write a {fmt} report to FILE")
-    p.add_argument("--max-bytes", type=int, default=None, metavar="N", help="markdown size budget (default 1 MiB)")
+    add_gate_options(p)
+    p.add_argument("--max-bytes", type=_positive, default=None, metavar="N", help="markdown size budget (default 1 MiB)")
 
 
-def _check_one(trace: Trace, active: list[ActiveRule], include_edge_steps: bool) -> Any:
-    return check_trace(trace, active, include_edge_steps)
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if n <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return n
+
+
+def add_gate_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--baseline", default=None, metavar="FILE|TRACE|DIR", help="snapshot (or traces) to compare with: REG rules run"
+    )
+    p.add_argument("--allow-device-mismatch", action="store_true", help="compare with a baseline from another device")
+    p.add_argument("--accepted", default=None, metavar="FILE", help="accepted findings (perflint accept): fail only on new ones")
+
+
+def _check_one(
+    trace: Trace, active: list[ActiveRule], include_edge_steps: bool, baseline: Any = None, allow_mismatch: bool = False
+) -> Any:
+    return check_trace(trace, active, include_edge_steps, baseline, allow_mismatch)
 
 
 def execute(args: argparse.Namespace, cfg: Config) -> RunResult:
     rules = load_rules(cfg.rule_dirs + list(args.rule_dir))
     active = select_rules(rules, cfg, args.select, args.ignore, args.extend_select)
     include_edges = bool(args.include_edge_steps or cfg.include_edge_steps)
-    fn = functools.partial(_check_one, active=active, include_edge_steps=include_edges)
+    baseline = (
+        load_baseline(args.baseline, include_edges, args.input_format, jobs_of(args)) if args.baseline else None
+    )
+    fn = functools.partial(
+        _check_one,
+        active=active,
+        include_edge_steps=include_edges,
+        baseline=baseline,
+        allow_mismatch=args.allow_device_mismatch,
+    )
     outcomes = run_pipeline(args.paths, fn, args.input_format, jobs_of(args))
     report_errors(outcomes, args.debug)
     traces = [o.result for o in outcomes if o.error is None]
@@ -62,6 +94,8 @@ def execute(args: argparse.Namespace, cfg: Config) -> RunResult:
     )
     by_code = {ar.code: ar.rule for ar in active}
     result.notices.extend(apply_suppressions(result.all_findings(), by_code, cfg))
+    if args.accepted:
+        apply_accepted(result, load_accepted(args.accepted), args.accepted)
     return result
 
 
@@ -69,29 +103,49 @@ def _write(path: str, text: str) -> None:
     if path == "-":
         sys.stdout.write(text)
         return
-    parent = os.path.dirname(os.path.abspath(path))
-    os.makedirs(parent, exist_ok=True)
-    with open(path, "a" if os.environ.get("GITHUB_STEP_SUMMARY") == path else "w", encoding="utf-8") as fh:
-        fh.write(text)
+    # The job summary file is shared by every step of a job: append, never truncate it.
+    append = os.environ.get("GITHUB_STEP_SUMMARY") == path
+    try:
+        parent = os.path.dirname(os.path.abspath(path))
+        os.makedirs(parent, exist_ok=True)
+        with open(path, "a" if append else "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise UsageError(path, f"cannot write the report: {exc.strerror or exc}") from None
+
+
+def _use_color(args: argparse.Namespace) -> bool:
+    if args.output or "NO_COLOR" in os.environ:
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def run(args: argparse.Namespace) -> int:
+    targets = [(name, getattr(args, name)) for name in ("json", "junit", "markdown", "sarif") if getattr(args, name)]
+    outputs = [t for _, t in targets] + ([args.output] if args.output else [])
+    dup = {t for t in outputs if t != "-" and outputs.count(t) > 1}
+    if dup:
+        raise UsageError(sorted(dup)[0], "two reports would write to the same file")
     cfg = load_config(args.config)
     result = execute(args, cfg)
-    opts = ReportOptions(max_bytes=args.max_bytes)
+    opts = ReportOptions(max_bytes=args.max_bytes, color=_use_color(args))
     fmt = args.format or ("github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text")
     text = REPORTERS[fmt](result, opts)
     if args.output:
         _write(args.output, text)
     else:
         sys.stdout.write(text)
-    for fmt_name in ("json", "junit", "markdown", "sarif"):
-        target = getattr(args, fmt_name)
-        if target:
-            _write(target, REPORTERS[fmt_name](result, opts))
+    plain = ReportOptions(max_bytes=args.max_bytes, root=opts.root)
+    for fmt_name, target in targets:
+        _write(target, REPORTERS[fmt_name](result, plain))
     for note in result.notices:
         print(f"perflint: notice: {note}", file=sys.stderr)
-    code = result.exit_code()
+    code = result.exit_code()  # 2 (errors) outranks 1 (gate)
     if args.exit_zero and code == 1:
         return 0
     return code

@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from perflint.config import load_config
 from perflint.engine.docs import markdown
-from perflint.engine.loader import load_rule_file, load_rules
+from perflint.commands import rules_validate
+from perflint.engine.loader import load_rules
 from perflint.engine.rule import Rule
-from perflint.errors import PerflintError
+from perflint.errors import UsageError
 
 
 def add_parser(sub: Any, name: str) -> None:
@@ -29,14 +29,9 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(Rule.model_json_schema(by_alias=True), indent=2) + "\n")
         return 0
     if args.action == "validate":
-        bad = 0
-        for f in args.files:
-            try:
-                load_rule_file(Path(f))
-            except PerflintError as exc:
-                bad += 1
-                print(f"perflint: error: {exc.line()}", file=sys.stderr)
-        return 2 if bad else 0
+        if not args.files:
+            raise UsageError("rules validate", "give the rule files to validate")
+        return rules_validate.run(args)
     cfg = load_config(args.config)
     rules = load_rules(cfg.rule_dirs + list(args.rule_dir))
     if args.action == "docs":

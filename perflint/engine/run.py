@@ -10,6 +10,7 @@ from typing import Any
 
 from perflint.engine.expr import compile_expr
 from perflint.engine.rule import Rule
+from perflint.errors import InputError
 from perflint.facts import RUN_SOURCES, SOURCES, Context, Row, load_all, missing, rows
 from perflint.findings import Finding, RuleStatus, TraceResult
 from perflint.metrics.summary import summarize
@@ -110,9 +111,43 @@ def status_of(ar: ActiveRule, findings: list[Finding], skipped: str | None) -> R
     return RuleStatus(ar.code, ar.rule.name, ar.severity, "failed" if findings else "passed", findings=len(findings))
 
 
-def check_trace(trace: Trace, active: list[ActiveRule], include_edge_steps: bool = False) -> TraceResult:
+def match_baseline(baseline: dict[str, Any], trace: Trace) -> dict[str, Any]:
+    """The baseline snapshot entry for this trace: same rank, else the only one, else same file name."""
+    entries = baseline.get("traces", [])
+    same_rank = [e for e in entries if e.get("rank") == trace.rank and trace.rank is not None]
+    if same_rank:
+        return same_rank[0]  # type: ignore[no-any-return]
+    if len(entries) == 1:
+        return entries[0]  # type: ignore[no-any-return]
+    import os
+
+    same_name = [e for e in entries if os.path.basename(str(e.get("path"))) == os.path.basename(trace.path)]
+    if same_name:
+        return same_name[0]  # type: ignore[no-any-return]
+    raise InputError(trace.path, f"the baseline has no trace for rank {trace.rank} (ranks: {[e.get('rank') for e in entries]})")
+
+
+def check_trace(
+    trace: Trace,
+    active: list[ActiveRule],
+    include_edge_steps: bool = False,
+    baseline: dict[str, Any] | None = None,
+    allow_device_mismatch: bool = False,
+) -> TraceResult:
     load_all()
     ctx = Context(trace, include_edge_steps=include_edge_steps)
+    trace.cache["analysis_steps_n"] = len(ctx.steps)
+    if baseline is not None:
+        from perflint.facts._snapshot import identity
+        from perflint.facts.baseline import identity_mismatch
+
+        entry = match_baseline(baseline, trace)
+        why = identity_mismatch(entry.get("identity", {}), identity(trace))
+        if why and not allow_device_mismatch:
+            raise InputError(
+                trace.path, f"baseline is from another device or software stack ({why}); use --allow-device-mismatch"
+            )
+        trace.cache["baseline"] = entry
     summary = summarize(trace, include_edge_steps=include_edge_steps)
     result = TraceResult(
         path=trace.path,

@@ -14,8 +14,9 @@ from perflint.findings import RunResult
 
 @dataclass(frozen=True)
 class ReportOptions:
-    max_bytes: int | None = None  # markdown budget
-    color: bool = False
+    max_bytes: int | None = None  # markdown budget (default 1 MiB, GitHub's job-summary limit)
+    color: bool = False  # ANSI colour in the text report (a terminal, and NO_COLOR unset)
+    root: str | None = None  # SARIF/annotation paths are made relative to this (default: cwd)
 
 
 Reporter = Callable[[RunResult, ReportOptions], str]

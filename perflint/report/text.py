@@ -1,31 +1,76 @@
-"""Plain-text report (the terminal default)."""
+"""Plain-text report (the terminal default): findings grouped by severity, wrapped to 100 columns.
+
+Colour (ANSI) only when `ReportOptions.color` is set; the check command sets it for a terminal
+and never when NO_COLOR is set (https://no-color.org).
+"""
 
 from __future__ import annotations
 
-from perflint.findings import SEVERITIES, RunResult
+import textwrap
+
+from perflint.findings import SEVERITIES, Finding, RunResult
 from perflint.report import ReportOptions
+from perflint.report._common import counts_line, fmt_us, location_label, ordered, verdict
+
+WIDTH = 100
+_COLORS = {"error": "31", "warning": "33", "info": "36", "passed": "32", "failed": "31", "dim": "2", "bold": "1"}
+_HEADINGS = {"error": "Errors", "warning": "Warnings", "info": "Info"}
+
+
+def _paint(text: str, what: str, on: bool) -> str:
+    return f"\x1b[{_COLORS[what]}m{text}\x1b[0m" if on else text
+
+
+def _wrap(text: str, indent: str) -> list[str]:
+    # Kernel names are long unbroken words: let textwrap break them rather than overflow.
+    return textwrap.wrap(
+        " ".join(text.split()), WIDTH, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False
+    ) or [indent.rstrip()]
+
+
+def _finding(f: Finding, color: bool) -> list[str]:
+    head = f"{f.code} {f.name}" + (f"  (~{fmt_us(f.impact_us)} recoverable)" if f.impact_us else "")
+    lines = _wrap(head, "  ")
+    lines[0] = lines[0].replace(f.code, _paint(f.code, f.severity, color), 1)
+    lines += _wrap(f.message, "      ")
+    where = location_label(f) + (f" at {f.source}" if f.source else "")
+    lines += [_paint(line, "dim", color) for line in _wrap(f"in {where}", "      ")]
+    return lines
 
 
 def render_text(result: RunResult, opts: ReportOptions) -> str:
+    color = opts.color
     lines: list[str] = []
+    active = ordered(result.active_findings())
+    for sev in SEVERITIES:
+        group = [f for f in active if f.severity == sev]
+        if not group:
+            continue
+        lines.append(_paint(f"{_HEADINGS[sev]} ({len(group)})", "bold", color))
+        for f in group:
+            lines.extend(_finding(f, color))
+        lines.append("")
+    skipped: dict[str, list[str]] = {}
     for t in result.traces:
-        lines.append(f"== {t.label}")
-        for sev in SEVERITIES:
-            for f in t.findings:
-                if f.severity == sev and f.active:
-                    impact = f" (~{f.impact_us / 1000:.2f} ms recoverable)" if f.impact_us else ""
-                    where = f" at {f.source}" if f.source else ""
-                    lines.append(f"  {sev.upper():7} {f.code} {f.message}{impact}{where}")
-        skipped = [s for s in t.statuses if s.status == "skipped"]
-        if skipped:
-            lines.append(f"  skipped: {', '.join(f'{s.code} ({s.reason})' for s in skipped)}")
-    for f in result.run_findings:
-        if f.active:
-            lines.append(f"  {f.severity.upper():7} {f.code} {f.message}")
-    c = result.counts()
-    verdict = "FAILED" if result.gate_failed() else "passed"
-    lines.append(
-        f"perflint: {verdict} (fail-on {result.fail_on}): {c['error']} error(s), {c['warning']} warning(s), "
-        f"{c['info']} info, {len(result.traces)} trace(s), {len(result.errors)} unreadable"
-    )
+        for s in t.statuses:
+            if s.status == "skipped":
+                skipped.setdefault(f"{s.code} ({s.reason})", []).append(t.label)
+    for s in result.run_statuses:
+        if s.status == "skipped":
+            skipped.setdefault(f"{s.code} ({s.reason})", []).append("run")
+    if skipped:
+        lines.append(_paint("Skipped rules", "bold", color))
+        for what, where in sorted(skipped.items()):
+            n = len(where)
+            lines += _wrap(f"{what}: {where[0] if n == 1 else f'{n} traces'}", "  ")
+        lines.append("")
+    for err in result.errors:
+        lines += _wrap(f"error: {err}", "")
+    for t in result.traces:
+        for w in t.warnings:
+            lines += _wrap(f"warning: {t.label}: {w}", "")
+    v = verdict(result)
+    label = {"passed": "passed", "failed": "FAILED", "error": "ERROR"}[v]
+    paint = "failed" if v != "passed" else "passed"
+    lines.append(f"perflint: {_paint(label, paint, color)} (fail-on {result.fail_on}): {counts_line(result)}")
     return "\n".join(lines) + "\n"

@@ -1,0 +1,25 @@
+"""`perflint snapshot`: a small reference file of per-step metrics, committed as the baseline."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from perflint.commands.baseline_io import build_snapshot, write_json
+from perflint.commands.common import add_input_options, jobs_of
+
+
+def add_parser(sub: Any, name: str) -> None:
+    p = sub.add_parser(name, help="write a compact baseline snapshot of traces (per-step samples)")
+    add_input_options(p)
+    p.add_argument("--output", "-o", required=True, metavar="FILE", help="snapshot file to write ('-' for stdout)")
+
+
+def run(args: argparse.Namespace) -> int:
+    doc, errors = build_snapshot(args.paths, args.include_edge_steps, args.input_format, jobs_of(args))
+    for e in errors:
+        print(f"perflint: error: {e}", file=sys.stderr)
+    if doc["traces"]:
+        write_json(args.output, doc)
+    return 2 if errors else 0

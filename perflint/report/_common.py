@@ -1,0 +1,94 @@
+"""Helpers every report shares: ordering, verdict, counts and number formatting.
+
+All reports order findings the same way (most severe first, then most recoverable time), so the
+text, Markdown, SARIF, JUnit, JSON and annotation views of one run agree on what matters most.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from perflint.findings import SEVERITY_RANK, Finding, RunResult
+
+SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+
+
+def verdict(result: RunResult) -> str:
+    """'error' when a trace, config or rule could not be used (exit 2), else the gate's verdict."""
+    if result.errors:
+        return "error"
+    return "failed" if result.gate_failed() else "passed"
+
+
+def full_counts(result: RunResult) -> dict[str, int]:
+    """Active findings per severity plus the suppressed and accepted ones (not gated)."""
+    counts = result.counts()
+    every = result.all_findings()
+    counts["suppressed"] = sum(1 for f in every if f.suppressed is not None)
+    counts["accepted"] = sum(1 for f in every if f.suppressed is None and f.accepted is not None)
+    return counts
+
+
+def order_key(f: Finding) -> tuple[Any, ...]:
+    # Stable: ties on severity and impact fall back to identity fields, never to input order.
+    return (-SEVERITY_RANK.get(f.severity, 0), -(f.impact_us or 0.0), f.code, f.trace, f.rank or 0, f.fingerprint)
+
+
+def ordered(findings: list[Finding]) -> list[Finding]:
+    return sorted(findings, key=order_key)
+
+
+def location_label(f: Finding) -> str:
+    return f.trace if f.rank is None else f"{f.trace} [rank {f.rank}]"
+
+
+def fmt_us(x: float | None) -> str:
+    if x is None:
+        return "n/a"
+    if x >= 1e6:
+        return f"{x / 1e6:.2f} s"
+    if x >= 1e3:
+        return f"{x / 1e3:.2f} ms"
+    return f"{x:.1f} us"
+
+
+def fmt_value(v: Any, limit: int = 120) -> str:
+    """Evidence values as short, deterministic text."""
+    if isinstance(v, float):
+        if v != v or v in (float("inf"), float("-inf")):
+            text = str(v)
+        elif v.is_integer() and abs(v) < 1e15:
+            text = str(int(v))
+        else:
+            text = f"{v:.1f}" if abs(v) >= 100 else f"{v:.4g}"
+    else:
+        text = str(v)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def rules_by_code(result: RunResult) -> dict[str, dict[str, Any]]:
+    """Metadata of every rule the run mentions: the enabled ones, plus any a finding names."""
+    out: dict[str, dict[str, Any]] = {r["code"]: r for r in result.rules if "code" in r}
+    for f in result.all_findings():
+        out.setdefault(f.code, {"code": f.code, "name": f.name, "severity": f.severity, "summary": f.name, "fix": f.fix})
+    statuses = [s for t in result.traces for s in t.statuses] + list(result.run_statuses)
+    for s in statuses:
+        out.setdefault(s.code, {"code": s.code, "name": s.name, "severity": s.severity, "summary": s.name})
+    return dict(sorted(out.items()))
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def counts_line(result: RunResult) -> str:
+    c = full_counts(result)
+    parts = [plural(c["error"], "error"), plural(c["warning"], "warning"), f"{c['info']} info"]
+    tail = [plural(len(result.traces), "trace")]
+    if result.errors:
+        tail.append(f"{len(result.errors)} unreadable")
+    if c["suppressed"]:
+        tail.append(f"{c['suppressed']} suppressed")
+    if c["accepted"]:
+        tail.append(f"{c['accepted']} accepted")
+    return f"{', '.join(parts)} in {', '.join(tail)}"

@@ -1,0 +1,76 @@
+"""GitHub Actions annotations (workflow commands), then the text report for the log.
+
+GitHub shows at most 10 error and 10 warning annotations per step, so perflint emits the most
+important ones: unreadable traces first, then the 10 most severe errors and the 10 warnings with
+the most recoverable time, then one `::notice` saying how many more findings there are.
+https://docs.github.com/actions/using-workflows/workflow-commands-for-github-actions
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from perflint.findings import Finding, RunResult
+from perflint.report import ReportOptions
+from perflint.report._common import fmt_us, ordered
+from perflint.report.text import render_text
+
+MAX_PER_LEVEL = 10
+
+
+def _data(s: str) -> str:
+    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _prop(s: str) -> str:
+    return _data(s).replace(":", "%3A").replace(",", "%2C")
+
+
+def _rel(path: str, root: str) -> str:
+    if not os.path.isabs(path):
+        return path.removeprefix("./")
+    try:
+        return Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
+    except ValueError:
+        return path
+
+
+def _annotation(level: str, f: Finding, root: str) -> str:
+    src = f.source_file_line
+    props = [f"file={_prop(_rel(src[0] if src else f.trace, root))}"]
+    if src:
+        props.append(f"line={max(src[1], 1)}")
+    props.append(f"title={_prop(f'perflint {f.code} {f.name}')}")
+    msg = f.message
+    if f.impact_us:
+        msg += f" (~{fmt_us(f.impact_us)} recoverable)"
+    if src:
+        msg += f" [trace: {f.trace}{'' if f.rank is None else f' rank {f.rank}'}]"
+    return f"::{level} {','.join(props)}::{_data(msg)}"
+
+
+def annotations(result: RunResult, root: str | None = None) -> list[str]:
+    root = root or os.getcwd()
+    out: list[str] = []
+    for err in result.errors[:MAX_PER_LEVEL]:
+        path = err.split(": ", 1)[0]
+        out.append(f"::error file={_prop(_rel(path, root))},title=perflint%3A unreadable input::{_data(err)}")
+    found = ordered(result.active_findings())
+    errors = [f for f in found if f.severity == "error"][: max(0, MAX_PER_LEVEL - len(out))]
+    warnings = [f for f in found if f.severity == "warning"][:MAX_PER_LEVEL]
+    out += [_annotation("error", f, root) for f in errors]
+    out += [_annotation("warning", f, root) for f in warnings]
+    more = len(found) - len(errors) - len(warnings)
+    if more > 0:
+        out.append(
+            f"::notice title=perflint::{more} more finding{'s' if more != 1 else ''} not annotated "
+            "(GitHub shows 10 errors and 10 warnings per step); see the job log or the reports"
+        )
+    return out
+
+
+def render_github(result: RunResult, opts: ReportOptions) -> str:
+    lines = annotations(result, opts.root)
+    body = render_text(result, ReportOptions(max_bytes=opts.max_bytes, color=False, root=opts.root))
+    return ("\n".join(lines) + "\n" if lines else "") + body

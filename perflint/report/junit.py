@@ -1,0 +1,97 @@
+"""JUnit XML (via junit-xml): one testsuite per trace (rank), one testcase per enabled rule.
+
+A testcase fails when the rule has active findings at or above the gate (`--fail-on`), so the
+JUnit view agrees with the exit code; findings below the gate, and suppressed or accepted ones,
+are listed in the testcase's system-out while it passes. A rule the trace lacks data for is
+skipped with the reason. Names are unique and stable across runs (GitLab drops duplicates):
+suite = trace label, classname = "perflint." + trace label, testcase = "<code> <rule name>".
+Unreadable traces become an error testcase in a "perflint.errors" suite.
+"""
+
+from __future__ import annotations
+
+from junit_xml import TestCase, TestSuite, to_xml_report_string
+
+from perflint.findings import SEVERITY_RANK, Finding, RuleStatus, RunResult
+from perflint.report import ReportOptions
+from perflint.report._common import fmt_us, fmt_value, location_label, ordered
+
+RUN_SUITE = "run (all ranks)"
+
+
+def _describe(f: Finding) -> str:
+    lines = [f"[{f.severity}] {f.code} {location_label(f)}: {f.message}"]
+    if f.impact_us:
+        lines.append(f"  recoverable: ~{fmt_us(f.impact_us)}")
+    if f.source:
+        lines.append(f"  source: {f.source}")
+    for k, v in f.evidence.items():
+        lines.append(f"  {k}: {fmt_value(v, 400)}")
+    if f.suppressed is not None:
+        lines.append(f"  suppressed: {f.suppressed}")
+    elif f.accepted is not None:
+        lines.append(f"  accepted: {f.accepted}")
+    lines.append(f"  fingerprint: {f.fingerprint}")
+    return "\n".join(lines)
+
+
+def _gated(f: Finding, fail_on: str) -> bool:
+    return f.active and fail_on != "never" and SEVERITY_RANK[f.severity] >= SEVERITY_RANK[fail_on]
+
+
+def _case(status: RuleStatus, findings: list[Finding], classname: str, fail_on: str, fix: str) -> TestCase:
+    mine = ordered([f for f in findings if f.code == status.code])
+    case = TestCase(f"{status.code} {status.name}", classname=classname)
+    if status.status == "skipped":
+        case.add_skipped_info(message=status.reason or "skipped")
+        return case
+    failing = [f for f in mine if _gated(f, fail_on)]
+    if failing:
+        n = len(failing)
+        head = f"{n} {status.severity} finding{'s' if n != 1 else ''}"
+        body = "\n\n".join(_describe(f) for f in failing)
+        if fix:
+            body += "\n\nfix: " + " ".join(fix.split())
+        case.add_failure_info(message=f"{head}: {failing[0].message}", output=body, failure_type=status.severity)
+    rest = [f for f in mine if f not in failing]
+    if rest:
+        case.stdout = "\n\n".join(_describe(f) for f in rest)
+    return case
+
+
+def _unique(name: str, seen: set[str]) -> str:
+    out, n = name, 2
+    while out in seen:
+        out, n = f"{name} ({n})", n + 1
+    seen.add(out)
+    return out
+
+
+def render_junit(result: RunResult, opts: ReportOptions) -> str:
+    fixes = {r["code"]: r.get("fix", "") for r in result.rules if "code" in r}
+    suites: list[TestSuite] = []
+    seen: set[str] = set()
+    for t in sorted(result.traces, key=lambda t: (t.path, t.rank if t.rank is not None else -1)):
+        name = _unique(t.label, seen)
+        cases = [_case(s, t.findings, f"perflint.{name}", result.fail_on, fixes.get(s.code, "")) for s in t.statuses]
+        props = {"path": t.path, "device": (t.device or {}).get("name") or "unknown"}
+        if t.rank is not None:
+            props["rank"] = str(t.rank)
+        suites.append(TestSuite(name, sorted(cases, key=lambda c: c.name), properties=props))
+    if result.run_statuses:
+        name = _unique(RUN_SUITE, seen)
+        cases = [
+            _case(s, result.run_findings, f"perflint.{name}", result.fail_on, fixes.get(s.code, ""))
+            for s in result.run_statuses
+        ]
+        suites.append(TestSuite(name, sorted(cases, key=lambda c: c.name)))
+    if result.errors:
+        cases = []
+        names: set[str] = set()
+        for err in result.errors:
+            path = err.split(": ", 1)[0]
+            case = TestCase(_unique(f"read {path}", names), classname="perflint.errors")
+            case.add_error_info(message=err, error_type="input")
+            cases.append(case)
+        suites.append(TestSuite(_unique("perflint.errors", seen), cases))
+    return to_xml_report_string(suites, prettyprint=True, encoding="utf-8")

@@ -1,0 +1,138 @@
+"""SARIF 2.1.0 as GitHub code scanning accepts it.
+
+`tool.driver.rules` carries every enabled rule (id, name, short/full description, help as text
+and Markdown, default level); each active finding is a result with ruleId/ruleIndex, level,
+message, one location and `partialFingerprints` (perflint's own stable fingerprint, so code
+scanning tracks a finding across runs). The location is the user's source `file:line` when the
+trace recorded stacks, else the trace file without a region. Suppressed and accepted findings
+are kept as results with a `suppressions` entry, as the spec intends, so they stay visible but
+closed. Paths under `ReportOptions.root` (default: the working directory, i.e. the repository
+checkout in CI) are written relative to it, as code scanning requires; others as file:// URIs.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path, PurePosixPath
+from typing import Any
+from urllib.parse import quote
+
+import orjson
+
+from perflint import __version__
+from perflint.findings import Finding, RunResult
+from perflint.report import ReportOptions
+from perflint.report._common import SARIF_LEVEL, fmt_us, fmt_value, ordered, rules_by_code
+
+SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
+FINGERPRINT_KEY = "perflintFingerprint/v1"
+
+
+def _uri(path: str, root: str) -> str:
+    p = path.replace("\\", "/")
+    if not os.path.isabs(p):
+        return quote(str(PurePosixPath(p)).removeprefix("./"))
+    try:
+        rel = Path(p).resolve().relative_to(Path(root).resolve())
+        return quote(rel.as_posix())
+    except ValueError:
+        return Path(p).as_uri()
+
+
+def _text(s: str) -> str:
+    return " ".join(s.split())
+
+
+def _rule_entry(r: dict[str, Any]) -> dict[str, Any]:
+    summary = _text(r.get("summary") or r.get("name") or r["code"])
+    rationale = _text(r.get("rationale") or summary)
+    fix = (r.get("fix") or "").strip()
+    refs = [ref for ref in r.get("references") or [] if isinstance(ref, dict) and ref.get("url")]
+    help_text = f"{rationale}\n\nFix: {_text(fix)}" if fix else rationale
+    md = [f"**{r['code']} {r.get('name', '')}**: {summary}", "", (r.get("rationale") or summary).strip()]
+    if fix:
+        md += ["", "**Fix:** " + fix]
+    if refs:
+        md += ["", "References:"] + [f"- [{ref['title']}]({ref['url']})" for ref in refs]
+    entry: dict[str, Any] = {
+        "id": r["code"],
+        "name": r.get("name") or r["code"],
+        "shortDescription": {"text": summary},
+        "fullDescription": {"text": rationale},
+        "help": {"text": help_text, "markdown": "\n".join(md)},
+        "defaultConfiguration": {"level": SARIF_LEVEL.get(r.get("severity", "warning"), "warning")},
+        "properties": {"tags": ["performance", *r.get("groups", [])]},
+    }
+    if refs:
+        entry["helpUri"] = refs[0]["url"]
+    return entry
+
+
+def _location(f: Finding, root: str) -> dict[str, Any]:
+    src = f.source_file_line
+    if src is not None:
+        path, line = src
+        physical: dict[str, Any] = {"artifactLocation": {"uri": _uri(path, root)}, "region": {"startLine": max(line, 1)}}
+    else:
+        physical = {"artifactLocation": {"uri": _uri(f.trace, root)}}
+    loc: dict[str, Any] = {"physicalLocation": physical}
+    if f.op or f.kernel:
+        names = [n for n in (f.op, f.kernel) if n]
+        loc["logicalLocations"] = [{"name": n[:1000], "kind": "function"} for n in names]
+    return loc
+
+
+def _result(f: Finding, index: int, root: str) -> dict[str, Any]:
+    text = f.message
+    if f.impact_us:
+        text += f" (~{fmt_us(f.impact_us)} recoverable)"
+    if f.source:  # the location is the source line: name the trace in the message
+        text += f" [trace: {f.trace}{'' if f.rank is None else f' rank {f.rank}'}]"
+    res: dict[str, Any] = {
+        "ruleId": f.code,
+        "ruleIndex": index,
+        "level": SARIF_LEVEL[f.severity],
+        "message": {"text": text},
+        "locations": [_location(f, root)],
+        "partialFingerprints": {FINGERPRINT_KEY: f.fingerprint},
+        "properties": {
+            "trace": f.trace,
+            "rank": f.rank,
+            "impactUs": f.impact_us,
+            "evidence": {k: fmt_value(v, 400) for k, v in f.evidence.items()},
+        },
+    }
+    if f.suppressed is not None:
+        res["suppressions"] = [{"kind": "external", "justification": f.suppressed}]
+    elif f.accepted is not None:
+        res["suppressions"] = [{"kind": "external", "justification": f"accepted: {f.accepted}"}]
+    return res
+
+
+def to_sarif(result: RunResult, root: str | None = None) -> dict[str, Any]:
+    root = root or os.getcwd()
+    rules = rules_by_code(result)
+    index = {code: i for i, code in enumerate(rules)}
+    notes = [{"level": "error", "message": {"text": e}} for e in result.errors]
+    notes += [{"level": "note", "message": {"text": n}} for n in result.notices]
+    invocation: dict[str, Any] = {"executionSuccessful": not result.errors}
+    if notes:
+        invocation["toolExecutionNotifications"] = notes
+    run = {
+        "tool": {
+            "driver": {
+                "name": "perflint",
+                "version": __version__,
+                "semanticVersion": __version__,
+                "rules": [_rule_entry(r) for r in rules.values()],
+            }
+        },
+        "invocations": [invocation],
+        "results": [_result(f, index[f.code], root) for f in ordered(result.all_findings())],
+        "columnKind": "unicodeCodePoints",
+    }
+    return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+
+
+def render_sarif(result: RunResult, opts: ReportOptions) -> str:
+    return orjson.dumps(to_sarif(result, opts.root), option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY).decode() + "\n"

@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from perflint.commands import rules_validate
+from perflint.engine.loader import builtin_rules_dir
+from perflint.engine.validate import validate_files
+
+TC001 = str(builtin_rules_dir() / "TC001.yaml")
+
+
+def test_builtin_rules_are_valid() -> None:
+    files = sorted(str(p) for p in builtin_rules_dir().glob("*.yaml"))
+    assert validate_files(files) == []
+
+
+def test_bad_and_duplicate_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("code: TC001\nname: x\n")
+    copy = tmp_path / "copy.yaml"
+    copy.write_text(Path(TC001).read_text())
+    errors = validate_files([str(bad), TC001, str(copy)])
+    assert len(errors) == 3  # bad file + duplicate code + duplicate name
+    assert errors[0].startswith(str(bad))
+    assert rules_validate.run(argparse.Namespace(files=[str(bad)])) == 2
+    assert rules_validate.run(argparse.Namespace(files=[TC001])) == 0
+    assert "error" in capsys.readouterr().err
