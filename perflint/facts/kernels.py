@@ -108,7 +108,11 @@ def kernel_groups(ctx: Context) -> list[Row]:
                 "threads_per_block": int(np.prod(block)) if any(block) else None,
                 "blocks": int(np.prod(grid)) if any(grid) else None,
                 "blocks_per_sm": _wmean(g.blocks_per_sm[idx], dur),
-                "occupancy_pct": _wmean(g.occupancy[idx], dur),
+                # Kineto writes 0 when its occupancy query failed (e.g. > 48 KB shared memory) even
+                # though blocks ran: unknown, not zero.
+                "occupancy_pct": _wmean(
+                    np.where((g.occupancy[idx] == 0) & (g.blocks_per_sm[idx] > 0), np.nan, g.occupancy[idx]), dur
+                ),
                 "registers": int(g.regs[longest]) if g.regs[longest] != NONE else None,
                 "shared_memory": int(g.shmem[longest]) if g.shmem[longest] != NONE else None,
                 "sm_count": dev.sm_count if dev else None,

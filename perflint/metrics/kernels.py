@@ -34,7 +34,8 @@ SYNC_CATEGORY = -1  # device-side sync records: not work, never counted
 _COMM = re.compile(r"nccl|rccl|hccl|msccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv|c10d", re.I)
 _ATTN = re.compile(r"flash|fmha|attention|attn|sdpa|mha_|xformers|softmax_warp_backward_kernel_attn", re.I)
 _CONV = re.compile(
-    r"conv|fprop|dgrad|wgrad|implicit_convolve|winograd|igemm_(?:fwd|bwd|wrw)|gtcx|naive_conv|im2col|col2im",
+    r"conv|fprop|dgrad|wgrad|implicit_convolve|winograd|igemm_(?:fwd|bwd|wrw)|gtcx|naive_conv|im2col|col2im|"
+    r"[sh]cudnn|\d+cudnn",  # cuDNN's own GEMM-based conv kernels: volta_scudnn_*, turing_fp16_s1688cudnn_*
     re.I,
 )
 _GEMM = re.compile(
@@ -62,7 +63,7 @@ _ELEMWISE = re.compile(
 #   AMD CDNA matrix cores: Tensile/hipBLASLt "_MI<M>x<N>x<K>", MFMA, MIOpen xdlops / gtcx
 _TC = re.compile(
     r"h884|s884|h1688|s1688|i8816|16816|16832|hmma|imma|wmma|tensorop|xmma|wgmma|gmma|nvjet|tcgen05|umma|"
-    r"sm(?:80|86|87|89|90|90a|100|120)_|ampere_(?:h|bf16|fp16|s16816|tf32|i8)|turing_(?:h|i)|volta_h|tf32|"
+    r"sm(?:80|86|87|89|90|90a|100|120)_|ampere_(?:h|bf16|fp16|s16816|tf32|i8)|tf32|"
     r"flash|fmha|_MI\d+x\d+x\d+|mfma|xdlops|gtcx",
     re.I,
 )
@@ -70,7 +71,7 @@ _TC = re.compile(
 _NOT_TC = re.compile(
     r"volta_sgemm|turing_sgemm|ampere_sgemm|maxwell_sgemm|kepler_sgemm|magma_sgemm|_simt_|simt_|gemmk1|"
     r"gemv|gemmSN|implicit_convolve_sgemm|dot_kernel|precomputed_convolve_sgemm|explicit_convolve_sgemm|"
-    r"fft2d|fft_",
+    r"fft2d|fft_|scudnn|hcudnn",  # [sh]cudnn: cuDNN SIMT kernels (the MMA ones say h884/s1688...)
     re.I,
 )
 
