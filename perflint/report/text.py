@@ -50,19 +50,22 @@ def render_text(result: RunResult, opts: ReportOptions) -> str:
         for f in group:
             lines.extend(_finding(f, color))
         lines.append("")
-    skipped: dict[str, list[str]] = {}
+    # One line per reason (not per rule): a CPU-only trace skips most GPU rules for one reason.
+    skipped: dict[str, dict[str, set[str]]] = {}
     for t in result.traces:
         for s in t.statuses:
             if s.status == "skipped":
-                skipped.setdefault(f"{s.code} ({s.reason})", []).append(t.label)
+                skipped.setdefault(s.reason or "", {}).setdefault(s.code, set()).add(t.label)
     for s in result.run_statuses:
         if s.status == "skipped":
-            skipped.setdefault(f"{s.code} ({s.reason})", []).append("run")
+            skipped.setdefault(s.reason or "", {}).setdefault(s.code, set()).add("the run")
     if skipped:
         lines.append(_paint("Skipped rules", "bold", color))
-        for what, where in sorted(skipped.items()):
+        for reason, codes in sorted(skipped.items(), key=lambda kv: sorted(kv[1])[0]):
+            where = set().union(*codes.values())
             n = len(where)
-            lines += _wrap(f"{what}: {where[0] if n == 1 else f'{n} traces'}", "  ")
+            scope = next(iter(where)) if n == 1 else f"{n} traces"
+            lines += _wrap(f"{', '.join(sorted(codes))}: {reason} ({scope})", "  ")
         lines.append("")
     for err in result.errors:
         lines += _wrap(f"error: {err}", "")
