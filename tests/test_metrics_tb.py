@@ -27,11 +27,9 @@ def _fixture_trace() -> tuple[object, list[dict[str, object]]]:
     trace = load_trace(path)
     with open(path) as fh:
         raw = json.load(fh)["traceEvents"]
-    if "profiler_range" not in trace.meta:
-        # The plugin's global range is the `PyTorch Profiler (0)` span (cat "Trace"), which the
-        # reader does not keep yet; supply it as the reader should (see tb_gpu.profiler_range).
-        (prof,) = [e for e in raw if e.get("cat") == "Trace" and e.get("name") == "PyTorch Profiler (0)"]
-        trace.meta["profiler_range"] = (prof["ts"], prof["ts"] + prof["dur"])
+    # The plugin's global range is the profiler's own `PyTorch Profiler (0)` span (cat "Trace").
+    (prof,) = [e for e in raw if e.get("cat") == "Trace" and e.get("name") == "PyTorch Profiler (0)"]
+    assert trace.meta["profiler_range"] == (prof["ts"], prof["ts"] + prof["dur"])
     with open(shared_trace(FIXTURE_EXPECTED)) as fh:
         expected = [e for e in json.load(fh)["traceEvents"] if e.get("ph") == "C"]
     return trace, expected
@@ -103,3 +101,13 @@ def test_gpu_only_trace_has_no_window() -> None:
     assert tb_window(t) is None
     assert gpu_summary(t) == {"utilization_pct": None, "sm_efficiency_pct": None, "achieved_occupancy_pct": None}
     assert gpu_timeline(t)["events"]  # the counter series needs no window
+
+
+def test_summary_timeline_cli_reproduces_the_plugin_fixture(capsys: pytest.CaptureFixture[str]) -> None:
+    from perflint.cli import main
+
+    assert main(["summary", shared_trace(FIXTURE_IN), "--timeline", "--format", "json", "--jobs", "1"]) == 0
+    (t,) = json.loads(capsys.readouterr().out)["traces"]
+    mine = t["timeline"]["events"]
+    _, expected = _fixture_trace()
+    assert [(m["name"], m["ts"]) for m in mine] == [(e["name"], e["ts"]) for e in expected]

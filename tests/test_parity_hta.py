@@ -53,3 +53,24 @@ def test_temporal_equals_live_hta(rel: str) -> None:
     for key, col in (("idle_pct", "idle_time_pctg"), ("compute_pct", "compute_time_pctg"), ("non_compute_pct", "non_compute_time_pctg")):
         assert mine[key] is not None
         assert abs(mine[key] - float(row[col])) <= TOLERANCE_PP, (key, mine[key], float(row[col]))
+
+
+def test_cupti_counter_attribution_equals_live_hta() -> None:
+    """get_cupti_counter_data_with_operators: same kernels, counters, op stacks, top/bottom ops."""
+    from perflint.graph.build import op_stack
+
+    mod = _hta()
+    path = os.path.abspath(shared_trace("hta/cupti_profiler/benchmark_result_924719_1679055439_trace.json.gz"))
+    logging.getLogger("hta").setLevel(logging.ERROR)
+    (df,) = mod.TraceAnalysis(trace_files={0: path}).get_cupti_counter_data_with_operators(ranks=[0])
+    df = df.sort_values("ts")
+    trace = load_trace(path)
+    ranges = sorted(trace.counter_ranges, key=lambda c: c.ts)
+    assert len(ranges) == len(df)
+    ffma = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"
+    for cr, (_, row) in zip(ranges, df.iterrows()):
+        stack = [trace.s(int(trace.ops.name[o])) for o in op_stack(trace, int(trace.runtime.op[cr.launch]))]
+        assert list(row["op_stack"]) == stack
+        assert (row["top_level_op"], row["bottom_level_op"]) == (stack[0], stack[-1])
+        assert trace.s(cr.name) == row["name"]
+        assert int(row[ffma]) == int(cr.counters.get(ffma, -1))
