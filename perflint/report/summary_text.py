@@ -4,19 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from perflint.report._common import fmt_us as _us
+
 
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.1f}%"
 
 
-def _us(x: float | None) -> str:
-    if x is None:
-        return "n/a"
-    if x >= 1e6:
-        return f"{x / 1e6:.2f} s"
-    if x >= 1e3:
-        return f"{x / 1e3:.2f} ms"
-    return f"{x:.1f} us"
 
 
 def _short(name: str, width: int) -> str:
