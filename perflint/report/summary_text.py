@@ -20,7 +20,8 @@ def _short(name: str, width: int) -> str:
 def render_summary(t: dict[str, Any]) -> str:
     dev = t["device"]
     lines = [f"== {t['path']}" + (f" [rank {t['rank']}]" if t["rank"] is not None else "")]
-    dev_bits = [dev["name"] or "unknown device"]
+    no_gpu = not t["kernels"]["count"] and not dev["name"]
+    dev_bits = ["none (CPU-only trace)" if no_gpu else dev["name"] or "unnamed device (no deviceProperties name)"]
     if dev["sm_count"]:
         dev_bits.append(f"{dev['sm_count']} SMs")
     if dev["compute_capability"]:
