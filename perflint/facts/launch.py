@@ -89,7 +89,8 @@ def _launches(ctx: Context) -> dict[str, np.ndarray]:
     got = {
         "idx": sel,
         "gpu_time": gpu_time[sel],
-        "delay": first_start[sel] - rt.ts[sel],  # kernel start - launch start (nan: GPU side missing)
+        # HTA's documented launch delay: kernel start - end of the launch call (nan: GPU side missing)
+        "delay": first_start[sel] - (rt.ts[sel] + rt.dur[sel]),
         "kernels": kernels[sel],
     }
     ctx.cache["launches"] = got
@@ -107,7 +108,7 @@ GROUP_FIELDS = {
     "runtime_mean_us": "mean CPU time per launch call",
     "runtime_max_us": "longest launch call",
     "gpu_time_us": "GPU time of the work these calls launched",
-    "delay_mean_us": "mean launch delay (GPU start - launch call start), linked launches only",
+    "delay_mean_us": "mean launch delay (GPU start - end of the launch call, as HTA defines it), linked launches only",
     "delay_p50_us": "median launch delay",
     "delay_max_us": "largest launch delay",
     "runtime_cutoff_us": "runtime outlier cutoff (HTA: 50 us)",
