@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -47,7 +48,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry_point() -> None:
+    """The console script. After the output is flushed it leaves with os._exit: tearing down the
+    interpreter (freeing every column, string and cached row one by one) costs more than the
+    parse on big traces (DESIGN §9). `main()` itself never does this, so tests and embedders
+    keep a normal interpreter."""
     code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    sys.exit(code)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:
+        pass
+    except Exception:  # a closed or broken stream: let the normal exit path report it
+        sys.exit(code)
+    os._exit(code)

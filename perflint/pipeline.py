@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from perflint.errors import InputError, PerflintError
+from perflint.errors import InputError, PerflintError, UsageError
 from perflint.model import Trace
 from perflint.graph.load import load_trace
 from perflint.readers import discover
@@ -44,29 +44,96 @@ def default_jobs() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
+@dataclass
+class Executor:
+    """Where per-trace work runs: "process" (local worker processes, `jobs` of them) or "dask"
+    (a dask.distributed cluster at `scheduler`, or a LocalCluster of `jobs` workers when None)."""
+
+    kind: str = "process"
+    scheduler: str | None = None
+
+
+
 def run(
-    paths: list[str], fn: Callable[[Trace], Any], fmt: str | None = None, jobs: int = 1
+    paths: list[str],
+    fn: Callable[[Trace], Any],
+    fmt: str | None = None,
+    jobs: int = 1,
+    executor: Executor | None = None,
 ) -> list[Outcome]:
     """`fn(trace)` for every trace under `paths`, in path order. `fn` must be picklable for jobs > 1."""
+    ex = executor or Executor()
     files, errors = discover(paths)
     outcomes = [Outcome(e.source, error=e.line()) for e in errors]
     work = [(f, fmt, fn) for f in files]
     from perflint.report.progress import Progress  # stderr, TTY only, after a second
 
     with Progress(len(work)) as progress:
-        if jobs > 1 and len(work) > 1:
+        if ex.kind == "dask" and work:
+            for o in _run_dask(work, jobs, ex.scheduler):
+                outcomes.append(o)
+                progress.advance(o.path)
+        elif jobs > 1 and len(work) > 1:
+            import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
-            with ProcessPoolExecutor(max_workers=min(jobs, len(work))) as pool:
+            # fork: workers inherit the loaded rules and modules instead of re-importing them.
+            methods = multiprocessing.get_all_start_methods()
+            ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
+            with ProcessPoolExecutor(max_workers=min(jobs, len(work)), mp_context=ctx) as pool:
                 for o in pool.map(_run_one, work):
                     outcomes.append(o)
                     progress.advance(o.path)
         else:
-            for w in work:
-                progress.current = w[0]
-                outcomes.append(_run_one(w))
-                progress.advance(w[0])
+            from perflint.readers import kineto
+
+            kineto.READ_WORKERS = jobs  # one big file: its slices go to `jobs` processes
+            _hook_progress(progress, len(work) == 1)
+            try:
+                for w in work:
+                    progress.current = w[0]
+                    outcomes.append(_run_one(w))
+                    progress.advance(w[0])
+            finally:
+                _hook_progress(progress, False)
     return outcomes
 
 
-__all__ = ["InputError", "Outcome", "default_jobs", "run"]
+def _hook_progress(progress: Any, on: bool) -> None:
+    """A single big file: the chunked reader reports how far it is (shown in the progress line)."""
+    from perflint.readers import chunked
+
+    if not on or not getattr(progress, "on", False):
+        chunked.PROGRESS = None
+        return
+
+    def report(done: int, total: int) -> None:
+        name = os.path.basename(str(progress.current)).split(" ")[0]
+        progress.current = f"{name} {100 * done // max(total, 1)}%"
+
+    chunked.PROGRESS = report
+
+
+def _run_dask(work: list[tuple[str, str | None, Callable[[Trace], Any]]], jobs: int, scheduler: str | None) -> list[Outcome]:
+    """Per-trace work on a dask.distributed cluster; results gathered in path order."""
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise UsageError("--executor dask", "needs dask.distributed: install perflint-gpu[dask]") from None
+    if scheduler:
+        client = Client(scheduler)
+        cluster = None
+    else:
+        cluster = LocalCluster(n_workers=max(1, min(jobs, len(work))), threads_per_worker=1, processes=True)
+        client = Client(cluster)
+    try:
+        # pure=False: the same file twice is two tasks; each task is one whole trace.
+        futures = client.map(_run_one, work, pure=False)
+        return list(client.gather(futures))
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+__all__ = ["Executor", "InputError", "Outcome", "default_jobs", "run"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from perflint.pipeline import Outcome, default_jobs
+from perflint.errors import UsageError
+from perflint.pipeline import Executor, Outcome, default_jobs
 
 
 def add_input_options(p: argparse.ArgumentParser) -> None:
@@ -19,10 +20,35 @@ def add_input_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--jobs", "-j", type=int, default=None, metavar="N", help="worker processes for rank files (default: all cores)"
     )
+    add_executor_options(p)
+
+
+def add_executor_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--executor",
+        choices=("process", "dask"),
+        default="process",
+        help="where per-trace work runs: local worker processes (default) or a dask.distributed cluster",
+    )
+    p.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDR",
+        help="dask scheduler address (tcp://host:8786) for --executor dask; default: a local cluster",
+    )
 
 
 def jobs_of(args: argparse.Namespace) -> int:
     return args.jobs if args.jobs and args.jobs > 0 else default_jobs()
+
+
+def executor_of(args: argparse.Namespace) -> Executor:
+    """Where per-trace work runs (--executor/--scheduler)."""
+    kind = getattr(args, "executor", "process") or "process"
+    scheduler = getattr(args, "scheduler", None)
+    if scheduler and kind != "dask":
+        raise UsageError("--scheduler", "needs --executor dask")
+    return Executor(kind, scheduler)
 
 
 def report_errors(outcomes: list[Outcome], debug: bool) -> bool:

@@ -205,13 +205,23 @@ def _steps(trace: Trace) -> list[Step]:
     return steps
 
 
+def _parents(trace: Trace) -> list[int]:
+    """ops.parent as a Python list, cached while the array is the same object (walks are hot)."""
+    parent = trace.ops.parent
+    got = trace.cache.get("_graph_parents")
+    if got is None or got[0] is not parent:
+        got = (parent, parent.tolist())
+        trace.cache["_graph_parents"] = got
+    return got[1]  # type: ignore[no-any-return]
+
+
 def op_chain(trace: Trace, op: int) -> list[int]:
     """Ancestors of `op`, outermost first, ending with `op` itself."""
     chain: list[int] = []
-    parent = trace.ops.parent
+    parent = _parents(trace)
     while op != NONE:
         chain.append(op)
-        op = int(parent[op])
+        op = parent[op]
     chain.reverse()
     return chain
 
@@ -220,8 +230,20 @@ def is_step_marker(trace: Trace, op: int) -> bool:
     return trace.s(int(trace.ops.name[op])).startswith("ProfilerStep#")
 
 
+def _stack_member(trace: Trace) -> list[bool]:
+    """Per op: a cpu_op that is not a ProfilerStep marker (cached like `_parents`)."""
+    ops = trace.ops
+    got = trace.cache.get("_graph_stack_member")
+    if got is None or got[0] is not ops.kind or got[1] is not ops.name or got[2] != len(trace.strings):
+        marker = np.asarray([s.startswith("ProfilerStep#") for s in trace.strings], dtype=bool)
+        member = (ops.kind == OP_CPU) & ~marker[ops.name] if len(ops) else np.zeros(0, dtype=bool)
+        got = (ops.kind, ops.name, len(trace.strings), member.tolist())
+        trace.cache["_graph_stack_member"] = got
+    return got[3]  # type: ignore[no-any-return]
+
+
 def op_stack(trace: Trace, op: int) -> list[int]:
     """The op stack HTA reports: the cpu_op ancestors (no user annotations, no ProfilerStep
     markers, which old traces record as operators), outermost first."""
-    kind = trace.ops.kind
-    return [o for o in op_chain(trace, op) if kind[o] == OP_CPU and not is_step_marker(trace, o)]
+    member = _stack_member(trace)
+    return [o for o in op_chain(trace, op) if member[o]]

@@ -13,7 +13,7 @@ from importlib.metadata import entry_points
 from perflint.errors import InputError
 from perflint.model import Trace
 from perflint.readers.kineto import read_kineto
-from perflint.readers.source import read_bytes
+from perflint.readers.source import open_source, read_bytes
 
 Reader = Callable[[str, bytes], Trace]
 
@@ -41,11 +41,13 @@ def detect_format(path: str, data: bytes) -> str:
 def read_trace(path: str, fmt: str | None = None) -> Trace:
     """Read and decode one trace file into unlinked tables. Raises InputError with a one-line reason."""
     readers = READERS if fmt in (None, *READERS) else {**READERS, **_plugin_readers()}
-    data = read_bytes(path)
-    name = fmt or detect_format(path, data)
+    data = open_source(path)  # bytes, or an mmap of a big plain file
+    name = fmt or detect_format(path, data[:64])
     reader = readers.get(name)
     if reader is None:
         raise InputError(path, f"unknown format '{name}' (known: {', '.join(sorted(readers))})")
+    if reader is not read_kineto and not isinstance(data, bytes):
+        data = bytes(data)  # plugin readers get bytes
     return reader(path, data)
 
 

@@ -7,7 +7,9 @@ Category names changed across Kineto versions (DESIGN §3); all spellings map he
 from __future__ import annotations
 
 import gc
+import os
 import re
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -31,8 +33,9 @@ from perflint.model import (
     RuntimeTable,
     Trace,
 )
-from perflint.readers.kineto_schema import DECODER, Event, TraceFile
-from perflint.readers.source import read_bytes
+from perflint.readers.chunked import chunk_bytes, decode_range, last_slice, plan, read_sliced
+from perflint.readers.kineto_schema import DECODER, DEFAULT_ARGS, Args, Event, TraceFile
+from perflint.readers.source import open_source
 
 C_OP, C_ANN, C_PYFN, C_RT, C_KERNEL, C_MEMCPY, C_MEMSET, C_SYNC, C_CPR = range(1, 10)
 
@@ -182,8 +185,10 @@ def _arr(path: str, what: str, values: list[Any], dtype: Any) -> np.ndarray:
         raise InputError(path, f"non-numeric or out-of-range value in {what}") from None
 
 
-def build_trace(path: str, events: list[Event], doc: TraceFile | None, data: bytes | None = None) -> Trace:
-    """Columns from decoded events. `data` is only used for the rare CUPTI counter mode."""
+def build_trace_reference(path: str, events: list[Event], doc: TraceFile | None, data: bytes | None = None) -> Trace:
+    """Columns from decoded events, one event at a time: the reference the fast builder must equal.
+
+    `data` is only used for the rare CUPTI counter mode."""
     intern = _Interner()
     thread_ids: dict[tuple[Any, Any], int] = {}
     threads: list[tuple[str, str]] = []
@@ -453,6 +458,472 @@ def build_trace(path: str, events: list[Event], doc: TraceFile | None, data: byt
     return trace
 
 
+# --------------------------------------------------------------------------- columnar builder
+# The reference loop above appends event by event; this builder does the same work one field at
+# a time over the events of one class (list comprehensions and numpy), slice by slice, and gives
+# identical tables: string and thread ids are renumbered at the end into the reference loop's
+# first-encounter order.
+
+_TRACE = 10  # an X event of category "Trace": maybe the profiler's own span
+_MEM = 11  # an instant event: maybe a [memory] record
+_NAN = float("nan")
+_Z3 = (0, 0, 0)
+
+
+def _code_of(ph: Any, cat: Any) -> int:
+    if ph == "X":
+        if cat.__class__ is not str:
+            return 0
+        code = CATEGORY_CODES.get(cat)
+        if code is None:
+            code = CATEGORY_CODES.get(cat.lower())
+            if code is None:
+                return _TRACE if cat == "Trace" else 0
+        return code
+    if ph == "i" or ph == "I":
+        return _MEM
+    return 0
+
+
+def _ints(vals: list[Any], default: int = NONE) -> list[Any]:
+    return [v if v.__class__ is int else default if v is None else _int_or(v, default) for v in vals]
+
+
+def _floats(vals: list[Any]) -> list[float]:
+    return [float(v) if v.__class__ is float or v.__class__ is int else _NAN for v in vals]
+
+
+def _dims3(vals: list[Any]) -> list[Any]:
+    return [
+        g
+        if g.__class__ is list and len(g) == 3 and g[0].__class__ is int and g[1].__class__ is int and g[2].__class__ is int
+        else _Z3 if g is None else _dim3(g)
+        for g in vals
+    ]
+
+
+def _take(events: list[Event], idx: np.ndarray) -> list[Event]:
+    return [events[i] for i in idx.tolist()]
+
+
+def _ext(args: list[Args]) -> list[Any]:
+    return _ints([a.ext if a.ext is not None else a.ext_lc for a in args])
+
+
+class _Table:
+    """Per-slice numpy columns of one table, plus each row's event position (for id renumbering)."""
+
+    def __init__(self) -> None:
+        self.cols: dict[str, list[np.ndarray]] = {}
+        self.pos: list[np.ndarray] = []
+
+    def add(self, pos: np.ndarray, **cols: np.ndarray) -> None:
+        self.pos.append(pos)
+        for k, v in cols.items():
+            self.cols.setdefault(k, []).append(v)
+
+    def col(self, name: str, dtype: Any, width: int = 0) -> np.ndarray:
+        parts = self.cols.get(name)
+        if not parts:
+            return np.zeros((0, width) if width else 0, dtype=dtype)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def positions(self) -> np.ndarray:
+        if not self.pos:
+            return np.zeros(0, dtype=np.int64)
+        return self.pos[0] if len(self.pos) == 1 else np.concatenate(self.pos)
+
+
+class ColumnBuilder:
+    """Accumulates the tables of one trace from slices of its events (`add`), then `finish`."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.strings: list[str] = []
+        self.ids: dict[Any, int] = {}
+        self.thread_ids: dict[Any, int] = {}
+        self.threads: list[tuple[str, str]] = []
+        self.memo: dict[Any, int] = {}
+        self.n_events = 0
+        self.ops, self.rt, self.gpu, self.pyfn, self.mem = _Table(), _Table(), _Table(), _Table(), _Table()
+        self.cpr: list[tuple[int, Any, Any]] = []
+        self.cpr_pos: list[int] = []
+        self.profiler_span: tuple[float, float] | None = None
+
+    # -- interning -------------------------------------------------------------------------
+    def _intern(self, keys: list[Any]) -> np.ndarray:
+        """ids of `keys` (None = missing -> NONE); str and bytes keys, as the reference interner."""
+        ids, strings = self.ids, self.strings
+        for k in dict.fromkeys(keys):
+            if k is not None and k not in ids:
+                ids[k] = len(strings)
+                strings.append(k if isinstance(k, str) else k.decode("utf-8", "replace"))
+        return np.fromiter(map(ids.get, keys, [NONE] * len(keys)), dtype=np.int32, count=len(keys))
+
+    def _names(self, evs: list[Event]) -> np.ndarray:
+        names = [e.name for e in evs]
+        try:
+            types = set(map(type, names))
+        except TypeError:  # pragma: no cover - type() never fails
+            types = {object}
+        if types - {str}:
+            names = [n if isinstance(n, str) else str(n) for n in names]
+        return self._intern(names)
+
+    def _thread(self, evs: list[Event]) -> np.ndarray:
+        keys = [(e.pid, e.tid) for e in evs]
+        tids, threads = self.thread_ids, self.threads
+        try:
+            new = [k for k in dict.fromkeys(keys) if k not in tids]
+        except TypeError:  # a list/object pid or tid (damaged trace): key by its text
+            fixed = []
+            for k in keys:
+                try:
+                    hash(k)
+                except TypeError:
+                    k = (str(k[0]), str(k[1]))
+                fixed.append(k)
+            keys = fixed
+            new = [k for k in dict.fromkeys(keys) if k not in tids]
+        for k in new:
+            tids[k] = len(threads)
+            threads.append((str(k[0]), str(k[1])))
+        return np.fromiter(map(tids.__getitem__, keys), dtype=np.int32, count=len(keys))
+
+    def _arr(self, what: str, values: list[Any], dtype: Any) -> np.ndarray:
+        return _arr(self.path, what, values, dtype)
+
+    # -- one slice -------------------------------------------------------------------------
+    def add(self, events: list[Event]) -> None:
+        base = self.n_events
+        n = len(events)
+        self.n_events += n
+        if n == 0:
+            return
+        memo = self.memo
+        try:
+            keys = [(e.ph, e.cat) for e in events]
+            for k in dict.fromkeys(keys):
+                if k not in memo:
+                    memo[k] = _code_of(*k)
+            codes = np.fromiter(map(memo.__getitem__, keys), dtype=np.int8, count=n)
+        except TypeError:  # an unhashable ph or cat
+            codes = np.fromiter((_code_of(e.ph, e.cat) for e in events), dtype=np.int8, count=n)
+        del keys
+        present = np.bincount(codes, minlength=_MEM + 1)
+        if present[C_OP] or present[C_ANN]:
+            idx = np.flatnonzero((codes == C_OP) | (codes == C_ANN))
+            self._ops(_take(events, idx), idx + base, codes[idx])
+        if present[C_RT]:
+            idx = np.flatnonzero(codes == C_RT)
+            self._runtime(_take(events, idx), idx + base)
+        if present[C_KERNEL] or present[C_MEMCPY] or present[C_MEMSET] or present[C_SYNC]:
+            idx = np.flatnonzero((codes >= C_KERNEL) & (codes <= C_SYNC))
+            self._gpu(_take(events, idx), idx + base, codes[idx])
+        if present[C_PYFN]:
+            idx = np.flatnonzero(codes == C_PYFN)
+            evs = _take(events, idx)
+            self.pyfn.add(
+                idx + base,
+                name=self._names(evs),
+                thread=self._thread(evs),
+                ts=self._arr("python_function ts", [e.ts for e in evs], np.float64),
+                dur=self._arr("python_function dur", [e.dur for e in evs], np.float64),
+            )
+        if present[C_CPR]:
+            idx = np.flatnonzero(codes == C_CPR)
+            evs = _take(events, idx)
+            names = self._names(evs).tolist()
+            for i, e, nm in zip(idx.tolist(), evs, names):
+                self.cpr.append((nm, e.ts, e.dur))
+                self.cpr_pos.append(i + base)
+        if present[_TRACE]:
+            for e in _take(events, np.flatnonzero(codes == _TRACE)):
+                if isinstance(e.name, str) and e.name.startswith("PyTorch Profiler"):
+                    # The profiler's own span: the TB plugin's counter series cover exactly it.
+                    if isinstance(e.ts, (int, float)) and isinstance(e.dur, (int, float)):
+                        self.profiler_span = (float(e.ts), float(e.ts) + float(e.dur))
+        if present[_MEM]:
+            idx = [i for i in np.flatnonzero(codes == _MEM).tolist() if events[i].name == "[memory]" and events[i].args is not None]
+            if idx:
+                self._memory(_take(events, np.asarray(idx)), np.asarray(idx, dtype=np.int64) + base)
+
+    def _ops(self, evs: list[Event], pos: np.ndarray, codes: np.ndarray) -> None:
+        A = [e.args for e in evs]
+        A = [a if a is not None else DEFAULT_ARGS for a in A]
+        i64, f64 = np.int64, np.float64
+        self.ops.add(
+            pos,
+            kind=np.where(codes == C_OP, OP_CPU, OP_ANNOTATION).astype(np.int8),
+            name=self._names(evs),
+            thread=self._thread(evs),
+            ts=self._arr("cpu_op ts", [e.ts for e in evs], f64),
+            dur=self._arr("cpu_op dur", [e.dur for e in evs], f64),
+            ext_id=self._arr("cpu_op External id", _ext(A), i64),
+            seq=self._arr("Sequence number", _ints([a.seq for a in A]), i64),
+            fwd_tid=self._arr("Fwd thread id", _ints([a.fwd_tid for a in A]), i64),
+            dims=self._intern([bytes(r) if r else None for r in [a.dims for a in A]]),
+            types=self._intern([bytes(r) if r else None for r in [a.types for a in A]]),
+            stack=self._intern([s if s.__class__ is str and s else None for s in [a.stack for a in A]]),
+        )
+
+    def _runtime(self, evs: list[Event], pos: np.ndarray) -> None:
+        A = [a if a is not None else DEFAULT_ARGS for a in [e.args for e in evs]]
+        self.rt.add(
+            pos,
+            name=self._names(evs),
+            thread=self._thread(evs),
+            ts=self._arr("runtime ts", [e.ts for e in evs], np.float64),
+            dur=self._arr("runtime dur", [e.dur for e in evs], np.float64),
+            correlation=self._arr("runtime correlation", _ints([a.correlation for a in A]), np.int64),
+            ext_id=self._arr("runtime External id", _ext(A), np.int64),
+        )
+
+    def _gpu(self, evs: list[Event], pos: np.ndarray, codes: np.ndarray) -> None:
+        A = [a if a is not None else DEFAULT_ARGS for a in [e.args for e in evs]]
+        i64, f64 = np.int64, np.float64
+        kind_of = np.zeros(C_SYNC + 1, dtype=np.int8)
+        kind_of[C_KERNEL], kind_of[C_MEMCPY], kind_of[C_MEMSET], kind_of[C_SYNC] = KERNEL, MEMCPY, MEMSET, GPU_SYNC
+        n = len(evs)
+        self.gpu.add(
+            pos,
+            kind=kind_of[codes],
+            name=self._names(evs),
+            device=self._arr(
+                "kernel device",
+                [d if d.__class__ is int else _int_or(d, _int_or(e.pid, 0)) for d, e in zip([a.device for a in A], evs)],
+                np.int32,
+            ),
+            stream=self._arr(
+                "kernel stream",
+                [s if s.__class__ is int else _int_or(s, _int_or(e.tid, 0)) for s, e in zip([a.stream for a in A], evs)],
+                i64,
+            ),
+            ts=self._arr("kernel ts", [e.ts for e in evs], f64),
+            dur=self._arr("kernel dur", [e.dur for e in evs], f64),
+            correlation=self._arr("kernel correlation", _ints([a.correlation for a in A]), i64),
+            ext_id=self._arr("kernel External id", _ext(A), i64),
+            grid=self._arr("kernel grid", _dims3([a.grid for a in A]), i64).reshape(n, 3),
+            block=self._arr("kernel block", _dims3([a.block for a in A]), i64).reshape(n, 3),
+            regs=self._arr("registers per thread", _ints([a.regs for a in A]), np.int32),
+            shmem=self._arr("shared memory", _ints([a.shmem for a in A]), i64),
+            blocks_per_sm=np.asarray(_floats([a.blocks_per_sm for a in A]), dtype=f64),
+            warps_per_sm=np.asarray(_floats([a.warps_per_sm for a in A]), dtype=f64),
+            occupancy=np.asarray(_floats([a.occupancy for a in A]), dtype=f64),
+            nbytes=self._arr("bytes", _ints([a.nbytes for a in A]), i64),
+            collective=self._intern([c if c.__class__ is str else None for c in [a.collective for a in A]]),
+        )
+
+    def _memory(self, evs: list[Event], pos: np.ndarray) -> None:
+        A = [e.args for e in evs]
+        self.mem.add(
+            pos,
+            thread=self._thread(evs),
+            ts=self._arr("[memory] ts", [e.ts for e in evs], np.float64),
+            nbytes=self._arr("[memory] Bytes", _ints([a.mem_bytes for a in A], 0), np.int64),
+            total_allocated=self._arr("Total Allocated", _ints([a.total_allocated for a in A]), np.int64),
+            total_reserved=self._arr("Total Reserved", _ints([a.total_reserved for a in A]), np.int64),
+            device_type=self._arr("Device Type", _ints([a.device_type for a in A]), np.int16),
+            device_id=self._arr("Device Id", _ints([a.device_id for a in A]), np.int16),
+        )
+
+    # -- slices built in other processes -----------------------------------------------------
+    _STRING_COLS = {"ops": ("name", "dims", "types", "stack"), "rt": ("name",), "gpu": ("name", "collective"), "pyfn": ("name",)}
+
+    def export(self) -> dict[str, Any]:
+        """Picklable state of a builder that saw one slice (local string and thread ids)."""
+        keys: list[Any] = [None] * len(self.strings)
+        for k, v in self.ids.items():
+            keys[v] = k
+        tkeys: list[Any] = [None] * len(self.threads)
+        for k, v in self.thread_ids.items():
+            tkeys[v] = k
+        tables = {t: (getattr(self, t).cols, getattr(self, t).pos) for t in ("ops", "rt", "gpu", "pyfn", "mem")}
+        return {
+            "keys": keys, "strings": self.strings, "tkeys": tkeys, "threads": self.threads, "tables": tables,
+            "cpr": self.cpr, "cpr_pos": self.cpr_pos, "span": self.profiler_span, "n": self.n_events,
+        }  # fmt: skip
+
+    def merge(self, st: dict[str, Any]) -> None:
+        """Append an exported slice after the events seen so far (ids mapped into this builder's)."""
+        base = self.n_events
+        lut = np.empty(len(st["keys"]) + 1, dtype=np.int32)
+        lut[-1] = NONE
+        for i, (k, text) in enumerate(zip(st["keys"], st["strings"])):
+            g = self.ids.get(k)
+            if g is None:
+                g = self.ids[k] = len(self.strings)
+                self.strings.append(text)
+            lut[i] = g
+        tlut = np.empty(len(st["tkeys"]) + 1, dtype=np.int32)
+        for i, (k, t) in enumerate(zip(st["tkeys"], st["threads"])):
+            g = self.thread_ids.get(k)
+            if g is None:
+                g = self.thread_ids[k] = len(self.threads)
+                self.threads.append(t)
+            tlut[i] = g
+        for name, (cols, pos) in st["tables"].items():
+            tbl: _Table = getattr(self, name)
+            strings = self._STRING_COLS.get(name, ())
+            for p in pos:
+                tbl.pos.append(p + base)
+            for c, parts in cols.items():
+                if c in strings:
+                    parts = [lut[x] for x in parts]
+                elif c == "thread":
+                    parts = [tlut[x] for x in parts]
+                tbl.cols.setdefault(c, []).extend(parts)
+        for (nm, ts, dur), p in zip(st["cpr"], st["cpr_pos"]):
+            self.cpr.append((int(lut[nm]), ts, dur))
+            self.cpr_pos.append(p + base)
+        if st["span"] is not None:
+            self.profiler_span = st["span"]
+        self.n_events += st["n"]
+
+    # -- the trace -------------------------------------------------------------------------
+    def _renumber(self, cols: list[tuple[np.ndarray, np.ndarray, int]], n: int) -> np.ndarray | None:
+        """Map old id -> id in first-encounter order over (event position, field rank); None if unchanged."""
+        if n == 0:
+            return None
+        first = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+        for ids, pos, rank in cols:
+            if len(ids) == 0:
+                continue
+            u, at = np.unique(ids, return_index=True)
+            keep = u != NONE
+            np.minimum.at(first, u[keep], pos[at[keep]] * 4 + rank)
+        order = np.argsort(first, kind="stable")
+        if (order == np.arange(n)).all():
+            return None
+        lut = np.empty(n + 1, dtype=np.int32)
+        lut[order] = np.arange(n, dtype=np.int32)
+        lut[n] = NONE  # index -1 (NONE) lands here
+        return lut
+
+    def finish(self, doc: TraceFile | None, counter_data: Callable[[], bytes] | None = None) -> Trace:
+        path = self.path
+        O, R, G, P, M = self.ops, self.rt, self.gpu, self.pyfn, self.mem
+        i32, i64, f64 = np.int32, np.int64, np.float64
+        o_pos, r_pos, g_pos, p_pos, m_pos = O.positions(), R.positions(), G.positions(), P.positions(), M.positions()
+        ops = OpTable(
+            kind=O.col("kind", np.int8),
+            name=O.col("name", i32),
+            thread=O.col("thread", i32),
+            ts=O.col("ts", f64),
+            dur=O.col("dur", f64),
+            ext_id=O.col("ext_id", i64),
+            seq=O.col("seq", i64),
+            fwd_tid=O.col("fwd_tid", i64),
+            dims=O.col("dims", i32),
+            types=O.col("types", i32),
+            stack=O.col("stack", i32),
+            parent=np.full(len(o_pos), NONE, dtype=i32),
+            depth=np.zeros(len(o_pos), dtype=np.int16),
+            source=np.full(len(o_pos), NONE, dtype=i32),
+            fwd_op=np.full(len(o_pos), NONE, dtype=i32),
+        )
+        runtime = RuntimeTable(
+            name=R.col("name", i32),
+            thread=R.col("thread", i32),
+            ts=R.col("ts", f64),
+            dur=R.col("dur", f64),
+            correlation=R.col("correlation", i64),
+            ext_id=R.col("ext_id", i64),
+            op=np.full(len(r_pos), NONE, dtype=i32),
+        )
+        gpu = GpuTable(
+            kind=G.col("kind", np.int8),
+            name=G.col("name", i32),
+            device=G.col("device", i32),
+            stream=G.col("stream", i64),
+            ts=G.col("ts", f64),
+            dur=G.col("dur", f64),
+            correlation=G.col("correlation", i64),
+            ext_id=G.col("ext_id", i64),
+            grid=G.col("grid", i64, 3),
+            block=G.col("block", i64, 3),
+            regs=G.col("regs", i32),
+            shmem=G.col("shmem", i64),
+            blocks_per_sm=G.col("blocks_per_sm", f64),
+            warps_per_sm=G.col("warps_per_sm", f64),
+            occupancy=G.col("occupancy", f64),
+            nbytes=G.col("nbytes", i64),
+            collective=G.col("collective", i32),
+            launch=np.full(len(g_pos), NONE, dtype=i32),
+        )
+        pyfn = PyFnTable(name=P.col("name", i32), thread=P.col("thread", i32), ts=P.col("ts", f64), dur=P.col("dur", f64))
+        memory = MemoryTable(
+            thread=M.col("thread", i32),
+            ts=M.col("ts", f64),
+            nbytes=M.col("nbytes", i64),
+            total_allocated=M.col("total_allocated", i64),
+            total_reserved=M.col("total_reserved", i64),
+            device_type=M.col("device_type", np.int16),
+            device_id=M.col("device_id", np.int16),
+        )
+        cpr_ids = np.asarray([c[0] for c in self.cpr], dtype=i32)
+        cpr_pos = np.asarray(self.cpr_pos, dtype=i64)
+        strings = self.strings
+        lut = self._renumber(
+            [
+                (ops.name, o_pos, 0), (ops.dims, o_pos, 1), (ops.types, o_pos, 2), (ops.stack, o_pos, 3),
+                (runtime.name, r_pos, 0), (gpu.name, g_pos, 0), (gpu.collective, g_pos, 1),
+                (pyfn.name, p_pos, 0), (cpr_ids, cpr_pos, 0),
+            ],
+            len(strings),
+        )  # fmt: skip
+        cpr = self.cpr
+        if lut is not None:
+            for tbl, cols in ((ops, ("name", "dims", "types", "stack")), (runtime, ("name",)), (gpu, ("name", "collective")), (pyfn, ("name",))):
+                for c in cols:
+                    setattr(tbl, c, lut[getattr(tbl, c)])
+            new = [""] * len(strings)
+            for old, s in enumerate(strings):
+                new[lut[old]] = s
+            strings = new
+            cpr = [(int(lut[c[0]]), c[1], c[2]) for c in cpr]
+        threads = self.threads
+        tlut = self._renumber(
+            [(ops.thread, o_pos, 0), (runtime.thread, r_pos, 0), (pyfn.thread, p_pos, 0), (memory.thread, m_pos, 0)],
+            len(threads),
+        )
+        if tlut is not None:
+            for tbl in (ops, runtime, pyfn, memory):
+                tbl.thread = tlut[tbl.thread]
+            newt: list[tuple[str, str]] = [("", "")] * len(threads)
+            for old, t in enumerate(threads):
+                newt[tlut[old]] = t
+            threads = newt
+        trace = Trace(
+            path=path,
+            format="kineto",
+            strings=strings,
+            threads=threads,
+            ops=ops,
+            runtime=runtime,
+            gpu=gpu,
+            pyfn=pyfn,
+            memory=memory,
+        )
+        _validate_times(trace)
+        if doc is not None:
+            _apply_metadata(trace, doc)
+        if self.profiler_span is not None:
+            trace.meta["profiler_range"] = self.profiler_span
+        if cpr:
+            trace.counter_ranges = _counter_ranges(path, cpr, counter_data() if counter_data else None)
+        if trace.rank is None:
+            m = _RANK_RE.search(path.rsplit("/", 1)[-1])
+            if m:
+                trace.rank = int(m.group(1))
+        n_events = len(ops) + len(runtime) + len(gpu) + len(pyfn) + len(memory) + len(trace.counter_ranges)
+        if n_events == 0:
+            if not self.n_events:
+                raise InputError(path, "trace has no events")
+            raise InputError(path, "no PyTorch profiler events (cpu_op, kernel, cuda_runtime, ...) in this Chrome trace")
+        return trace
+
+
 def _validate_times(trace: Trace) -> None:
     for label, tbl in (("cpu op", trace.ops), ("runtime", trace.runtime), ("GPU", trace.gpu), ("python", trace.pyfn)):
         if len(tbl) == 0:
@@ -532,16 +1003,124 @@ def _counter_ranges(path: str, cpr: list[tuple[int, Any, Any]], data: bytes | No
     return out
 
 
-def read_kineto(path: str, data: bytes | None = None) -> Trace:
+def build_trace(path: str, events: list[Event], doc: TraceFile | None, data: bytes | None = None) -> Trace:
+    """Columns from decoded events (the fast builder). `data` is only used for the rare CUPTI counter mode."""
+    builder = ColumnBuilder(path)
+    builder.add(events)
+    return builder.finish(doc, (lambda: data) if data is not None else None)
+
+
+# Worker processes for the slices of one big file (the pipeline sets it from --jobs).
+READ_WORKERS = 0  # 0: all cores
+_WORK_BUF: Any = None  # the parent's mapped file, inherited by the forked workers
+
+
+def _read_workers(n_slices: int) -> int:
+    import multiprocessing
+
+    raw = os.environ.get("PERFLINT_READ_WORKERS")
+    want = int(raw) if raw and raw.isdigit() else READ_WORKERS
+    if want <= 0:
+        want = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if multiprocessing.parent_process() is not None or "fork" not in multiprocessing.get_all_start_methods():
+        return 1  # already a worker (--jobs over many files, dask): no nested pools
+    return max(1, min(want, n_slices))
+
+
+def _slice_worker(args: tuple[str, int, int]) -> Any:
+    path, lo, hi = args
+    gc.disable()
+    events = decode_range(_WORK_BUF, lo, hi)
+    if events is None:
+        return None
+    builder = ColumnBuilder(path)
+    try:
+        builder.add(events)
+    except InputError as exc:  # PerflintError does not pickle: send its parts
+        return ("error", exc.source, exc.problem)
+    del events
+    return builder.export()
+
+
+def _read_parallel(path: str, data: Any, size: int) -> Trace | None:
+    """Slices decoded and turned into columns in forked workers, merged in file order here.
+    None when it cannot be done (then the sequential slicer runs)."""
+    global _WORK_BUF
+    planned = plan(data, size)
+    if planned is None or len(planned[1]) < 2:
+        return None
+    start, ranges, last_pos = planned
+    workers = _read_workers(len(ranges))
+    if workers < 2:
+        return None
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from perflint.readers import chunked
+
+    _WORK_BUF = data
+    builder = ColumnBuilder(path)
+    try:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            futures = [pool.submit(_slice_worker, (path, lo, hi)) for lo, hi in ranges]
+            last = last_slice(data, start, last_pos)  # meanwhile, here
+            for (lo, hi), fut in zip(ranges, futures):
+                st = fut.result()
+                if st is None or last is None:
+                    for f in futures:
+                        f.cancel()
+                    return None
+                if isinstance(st, tuple):
+                    raise InputError(st[1], st[2])
+                builder.merge(st)
+                del st
+                if chunked.PROGRESS is not None:
+                    chunked.PROGRESS(hi, len(data))
+    except (OSError, RuntimeError, AssertionError):  # no processes here (sandbox, daemonic parent)
+        return None
+    finally:
+        _WORK_BUF = None
+    events, doc = last
+    builder.add(events)
+    del events
+    return builder.finish(doc, lambda: bytes(data))
+
+
+def _reference() -> bool:
+    return os.environ.get("PERFLINT_READER") == "reference"
+
+
+def read_kineto(path: str, data: Any = None) -> Trace:
+    """`data`: the file's bytes, or an mmap of a big plain file (see `source.open_source`).
+
+    Files bigger than one slice are decoded slice by slice (readers/chunked.py), the rest in
+    one go; PERFLINT_READER=reference selects the event-by-event reference builder.
+    """
     if data is None:
-        data = read_bytes(path)
-    # The cyclic GC would rescan millions of freshly allocated event structs (DESIGN §9).
+        data = open_source(path)
+    # The cyclic GC would rescan millions of freshly allocated objects (DESIGN §9).
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        events, doc = decode(path, data)
-        trace = build_trace(path, events, doc, data if b"cuda_profiler_range" in data else None)
-        del events, doc
+        trace = None
+        if _reference():
+            whole = data if isinstance(data, bytes) else bytes(data)
+            events, doc = decode(path, whole)
+            return build_trace_reference(path, events, doc, whole if b"cuda_profiler_range" in whole else None)
+        size = chunk_bytes()
+        if len(data) > 2 * size and size >= 1 << 20:  # tiny forced slices: sequential
+            trace = _read_parallel(path, data, size)
+        if trace is None and len(data) > size:
+            builder = ColumnBuilder(path)
+            ok, doc = read_sliced(data, builder.add, size)
+            if ok:
+                trace = builder.finish(doc, lambda: bytes(data))
+            del builder
+        if trace is None:
+            whole = data if isinstance(data, bytes) else bytes(data)
+            events, doc = decode(path, whole)
+            trace = build_trace(path, events, doc, whole)
+            del events, doc
     finally:
         if was_enabled:
             gc.enable()
