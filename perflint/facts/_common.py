@@ -42,9 +42,51 @@ class OpInfo:
     is_backward: bool
 
 
+def _op_key(ctx: Context, op: int) -> int:
+    """A small int naming everything op_info depends on: the chain of (name, kind, dims, types,
+    source, forward op's dims and source) up to the root. Ops of repeated steps share keys, so
+    op_info is computed once per distinct launch site, not once per launch (tiled / long traces
+    have millions of ops)."""
+    keys: dict[int, int] = ctx.cache.setdefault("op_keys", {})
+    got = keys.get(op)
+    if got is not None:
+        return got
+    cols = ctx.cache.get("op_cols")
+    if cols is None:
+        o = ctx.trace.ops
+        fwd = o.fwd_op
+        has = fwd != NONE
+        fwd_dims = np.full(len(o), NONE, dtype=np.int64)
+        fwd_src = np.full(len(o), NONE, dtype=np.int64)
+        fwd_dims[has] = o.dims[fwd[has]]
+        fwd_src[has] = o.source[fwd[has]]
+        cols = (
+            o.parent.tolist(),
+            list(zip(o.name.tolist(), o.kind.tolist(), o.dims.tolist(), o.types.tolist(), o.source.tolist(),
+                     fwd_dims.tolist(), fwd_src.tolist())),
+        )
+        ctx.cache["op_cols"] = cols
+    parent, own = cols
+    table: dict[tuple[Any, ...], int] = ctx.cache.setdefault("op_key_table", {})
+    path = []
+    o = op
+    while o != NONE and o not in keys:
+        path.append(o)
+        o = parent[o]
+    k = keys[o] if o != NONE else -1
+    for o in reversed(path):
+        tup = (k, own[o])
+        k = table.setdefault(tup, len(table))
+        keys[o] = k
+    return k
+
+
 def op_info(ctx: Context, op: int) -> OpInfo:
+    """Stack, shapes, dtype and source of a launching op. `op`, `top` and `shape_op` are those of
+    the first op seen with the same structure (see _op_key): use them as representatives only."""
     cache: dict[int, OpInfo] = ctx.cache.setdefault("op_info", {})
-    got = cache.get(op)
+    key = _op_key(ctx, op) if op != NONE else -2
+    got = cache.get(key)
     if got is not None:
         return got
     t = ctx.trace
@@ -82,7 +124,7 @@ def op_info(ctx: Context, op: int) -> OpInfo:
             source=t.s(src) if src != NONE else None,
             is_backward=is_bwd,
         )
-    cache[op] = info
+    cache[key] = info
     return info
 
 

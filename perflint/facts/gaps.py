@@ -38,20 +38,30 @@ def _launch_thread(t: Trace, gpu_row: int) -> int:
     return int(t.runtime.thread[launch]) if launch != NONE else NONE
 
 
-def _op_at(t: Trace, thread: int, when: float) -> int:
-    """Innermost non-step-marker op on `thread` whose span covers `when`."""
+def _op_at(t: Trace, thread: int, when: float, cache: dict[str, Any]) -> int:
+    """Innermost non-step-marker op on `thread` whose span covers `when` (start <= when < end).
+
+    Ops are sorted once per trace by (thread, ts, -dur): the last op starting at or before `when`
+    on the thread is the innermost candidate; walking up its parents finds the innermost op that
+    still covers `when` (nesting makes every covering op an ancestor of that candidate).
+    """
     if thread == NONE:
         return NONE
     ops = t.ops
-    cand = np.flatnonzero((ops.thread == thread) & (ops.ts <= when) & (ops.ts + ops.dur > when))
-    best, depth = NONE, -1
-    for o in cand.tolist():
-        if is_step_marker(t, o):
-            continue
-        d = int(ops.depth[o])
-        if d > depth:
-            best, depth = o, d
-    return best
+    idx = cache.get("ops_by_thread_ts")
+    if idx is None:
+        order = np.lexsort((-ops.dur, ops.ts, ops.thread))
+        idx = (order, ops.thread[order], ops.ts[order], (ops.ts + ops.dur).tolist(), ops.parent.tolist())
+        cache["ops_by_thread_ts"] = idx
+    order, s_thr, s_ts, end, parent = idx
+    lo, hi = np.searchsorted(s_thr, [thread, thread + 1])
+    k = int(np.searchsorted(s_ts[lo:hi], when, side="right")) - 1
+    if k < 0:
+        return NONE
+    c = int(order[lo + k])
+    while c != NONE and (end[c] <= when or is_step_marker(t, c)):
+        c = parent[c]
+    return c
 
 
 @fact("gpu_gaps", key=("op",), fields=FIELDS)
@@ -76,7 +86,7 @@ def gpu_gaps(ctx: Context) -> list[Row]:
             thread = _launch_thread(t, int(work[k])) if k < len(work) and starts[k] <= w.hi else NONE
             if thread == NONE:
                 thread = w.thread
-            op = _op_at(t, thread, a)
+            op = _op_at(t, thread, a, ctx.cache)
             # Group by the op's stack of names: the same op in every step is one finding.
             stack = tuple(t.s(int(t.ops.name[o])) for o in op_stack(t, op)) if op != NONE else ()
             grp = groups.setdefault(stack, {"gaps": [], "steps": []})

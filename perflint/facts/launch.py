@@ -133,13 +133,13 @@ def launch_groups(ctx: Context) -> list[Row]:
         return []
     groups: dict[tuple[Any, ...], list[int]] = {}
     names: dict[int, tuple[Any, ...]] = {}
-    for pos, (r, op) in enumerate(zip(idx.tolist(), rt.op[idx].tolist())):
+    for pos, (api, op) in enumerate(zip(rt.name[idx].tolist(), rt.op[idx].tolist())):
         k = names.get(op)
         if k is None:
             info = op_info(ctx, op)
             k = (info.stack[0] if info.stack else None, info.stack[-1] if info.stack else None)
             names[op] = k
-        groups.setdefault((int(rt.name[r]), *k), []).append(pos)
+        groups.setdefault((api, *k), []).append(pos)
     busy = gpu_summary(t)["utilization_pct"]
     out: list[Row] = []
     for (api, top, bottom), positions in groups.items():
