@@ -53,7 +53,6 @@ class Executor:
     scheduler: str | None = None
 
 
-
 def run(
     paths: list[str],
     fn: Callable[[Trace], Any],

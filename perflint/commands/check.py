@@ -70,6 +70,8 @@ def execute(args: argparse.Namespace, cfg: Config) -> RunResult:
     rules = load_rules(cfg.rule_dirs + list(args.rule_dir))
     active = select_rules(rules, cfg, args.select, args.ignore, args.extend_select)
     include_edges = bool(args.include_edge_steps or cfg.include_edge_steps)
+    # Both files are read before any trace, so a bad one fails fast.
+    accepted = load_accepted(args.accepted) if args.accepted else None
     baseline = (
         load_baseline(args.baseline, include_edges, args.input_format, jobs_of(args)) if args.baseline else None
     )
@@ -94,8 +96,8 @@ def execute(args: argparse.Namespace, cfg: Config) -> RunResult:
     )
     by_code = {ar.code: ar.rule for ar in active}
     result.notices.extend(apply_suppressions(result.all_findings(), by_code, cfg))
-    if args.accepted:
-        apply_accepted(result, load_accepted(args.accepted), args.accepted)
+    if accepted is not None:
+        apply_accepted(result, accepted, args.accepted)
     return result
 
 
