@@ -428,31 +428,54 @@ def build_trace_reference(path: str, events: list[Event], doc: TraceFile | None,
         device_type=_arr(path, "Device Type", m_dtype, np.int16),
         device_id=_arr(path, "Device Id", m_did, np.int16),
     )
-    trace = Trace(
-        path=path,
-        format="kineto",
-        strings=intern.strings,
-        threads=threads,
-        ops=ops,
-        runtime=runtime,
-        gpu=gpu,
-        pyfn=pyfn,
-        memory=memory,
+    return finish_trace(
+        path,
+        Trace(
+            path=path,
+            format="kineto",
+            strings=intern.strings,
+            threads=threads,
+            ops=ops,
+            runtime=runtime,
+            gpu=gpu,
+            pyfn=pyfn,
+            memory=memory,
+        ),
+        doc,
+        profiler_span,
+        cpr,
+        lambda: data,
+        had_events=bool(events),
     )
+
+
+def finish_trace(
+    path: str,
+    trace: Trace,
+    doc: TraceFile | None,
+    profiler_span: tuple[float, float] | None,
+    cpr: list[tuple[int, Any, Any]],
+    counter_data: Any,
+    had_events: bool,
+) -> Trace:
+    """What every read path does once the tables exist: validate times, apply metadata, attach
+    CUPTI counter ranges (`counter_data()` gives the raw bytes, only needed then), find the rank,
+    and refuse a trace with nothing perflint understands."""
     _validate_times(trace)
     if doc is not None:
         _apply_metadata(trace, doc)
     if profiler_span is not None:
         trace.meta["profiler_range"] = profiler_span
     if cpr:
-        trace.counter_ranges = _counter_ranges(path, cpr, data)
+        trace.counter_ranges = _counter_ranges(path, cpr, counter_data() if counter_data else None)
     if trace.rank is None:
         m = _RANK_RE.search(path.rsplit("/", 1)[-1])
         if m:
             trace.rank = int(m.group(1))
-    n_events = len(ops) + len(runtime) + len(gpu) + len(pyfn) + len(memory) + len(trace.counter_ranges)
+    t = trace
+    n_events = len(t.ops) + len(t.runtime) + len(t.gpu) + len(t.pyfn) + len(t.memory) + len(t.counter_ranges)
     if n_events == 0:
-        if not events:
+        if not had_events:
             raise InputError(path, "trace has no events")
         raise InputError(path, "no PyTorch profiler events (cpu_op, kernel, cuda_runtime, ...) in this Chrome trace")
     return trace
@@ -905,23 +928,7 @@ class ColumnBuilder:
             pyfn=pyfn,
             memory=memory,
         )
-        _validate_times(trace)
-        if doc is not None:
-            _apply_metadata(trace, doc)
-        if self.profiler_span is not None:
-            trace.meta["profiler_range"] = self.profiler_span
-        if cpr:
-            trace.counter_ranges = _counter_ranges(path, cpr, counter_data() if counter_data else None)
-        if trace.rank is None:
-            m = _RANK_RE.search(path.rsplit("/", 1)[-1])
-            if m:
-                trace.rank = int(m.group(1))
-        n_events = len(ops) + len(runtime) + len(gpu) + len(pyfn) + len(memory) + len(trace.counter_ranges)
-        if n_events == 0:
-            if not self.n_events:
-                raise InputError(path, "trace has no events")
-            raise InputError(path, "no PyTorch profiler events (cpu_op, kernel, cuda_runtime, ...) in this Chrome trace")
-        return trace
+        return finish_trace(path, trace, doc, self.profiler_span, cpr, counter_data, had_events=bool(self.n_events))
 
 
 def _validate_times(trace: Trace) -> None:
