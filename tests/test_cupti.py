@@ -44,3 +44,14 @@ def test_counter_ranges_get_op_stacks_like_hta() -> None:
     assert Counter(mine)["aten::conv2d"] == 38
     ffma = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"
     assert sum(c.counters[ffma] for c in trace.counter_ranges) == sum(r[ffma] for r in raw_counters)
+
+
+def test_tc003_is_skipped_without_tensor_pipe_counters(capsys) -> None:
+    """The HTA sample records only SASS FP counters: TC003 says so instead of passing."""
+    from perflint.cli import main
+
+    main(["check", shared_trace(CUPTI), "--select", "TC", "--format", "json", "--fail-on", "never", "--jobs", "1"])
+    doc = json.loads(capsys.readouterr().out)
+    st = {s["code"]: s for s in doc["traces"][0]["statuses"]}
+    assert st["TC003"]["status"] == "skipped" and "tensor-pipe counters" in st["TC003"]["reason"]
+    assert st["TC001"]["status"] == "skipped"  # profiler-mode traces have no kernel events
