@@ -24,6 +24,9 @@ from perflint.findings import Finding
 
 FailOn = Literal["error", "warning", "info", "never"]
 
+# libyaml's loader parses ~10x faster than the pure-Python one; same safe tag set.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 class RuleOverride(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -79,7 +82,7 @@ def _read_mapping(path: Path) -> dict[str, Any]:
         data = doc.get("tool", {}).get("perflint")
         return data if isinstance(data, dict) else {}
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_YAML_LOADER)
     except yaml.YAMLError as exc:
         raise ConfigError(str(path), f"invalid YAML: {getattr(exc, 'problem', exc)}") from None
     if data is None:

@@ -12,6 +12,9 @@ from perflint.engine.rule import Rule
 from perflint.errors import RuleError
 from perflint.facts import RUN_SOURCES, SOURCES, fields_of, load_all
 
+# libyaml's loader parses ~10x faster than the pure-Python one; same safe tag set.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 def builtin_rules_dir() -> Path:
     """Rules ship inside the wheel as perflint/builtin_rules; a source checkout uses ./rules."""
@@ -32,7 +35,7 @@ def load_rule_file(path: Path) -> Rule:
     except OSError as exc:
         raise RuleError(str(path), f"cannot read rule file: {exc.strerror or exc}") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_YAML_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

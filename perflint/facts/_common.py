@@ -1,17 +1,20 @@
-"""Per-kernel context shared by fact sources: analysis window, launching op, shapes, dtype."""
+"""Per-kernel context shared by fact sources: analysis window, launching op, shapes, dtype.
+
+The op side (OpInfo, op_info, op_infos) lives in `_optree` and is re-exported here.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+import re
 
 import numpy as np
 
 from perflint.facts import Context
-from perflint.graph.build import forward_op, op_stack
-from perflint.metrics.dtypes import kernel_dtype, op_dtype
+from perflint.facts._optree import OpInfo, op_info, op_infos  # noqa: F401  (re-exported)
+from perflint.metrics import dtypes
 from perflint.metrics.steps import launch_ts, step_of
-from perflint.model import GPU_SYNC, NONE, Trace
+from perflint.metrics.tb_gpu import gpu_summary
+from perflint.model import GPU_SYNC, NONE, Device, Trace
 
 
 def window_mask(ctx: Context) -> np.ndarray:
@@ -30,102 +33,19 @@ def steps_time_us(ctx: Context) -> float:
     return float(sum(s.dur for s in ctx.steps))
 
 
-@dataclass(frozen=True)
-class OpInfo:
-    op: int  # bottom-level op index (NONE if unlinked)
-    top: int
-    stack: tuple[str, ...]
-    shape_op: int  # the op whose Input Dims describe the work (forward op for backward kernels)
-    dims: Any
-    dtype: str | None
-    source: str | None
-    is_backward: bool
+def gpu_utilization(ctx: Context) -> float | None:
+    """TensorBoard-plugin GPU utilization (`gpu_summary`), once per context: several sources
+    report it."""
+    if "gpu_utilization" not in ctx.cache:
+        ctx.cache["gpu_utilization"] = gpu_summary(ctx.trace)["utilization_pct"]
+    return ctx.cache["gpu_utilization"]  # type: ignore[no-any-return]
 
 
-def _op_key(ctx: Context, op: int) -> int:
-    """A small int naming everything op_info depends on: the chain of (name, kind, dims, types,
-    source, forward op's dims and source) up to the root. Ops of repeated steps share keys, so
-    op_info is computed once per distinct launch site, not once per launch (tiled / long traces
-    have millions of ops)."""
-    keys: dict[int, int] = ctx.cache.setdefault("op_keys", {})
-    got = keys.get(op)
-    if got is not None:
-        return got
-    cols = ctx.cache.get("op_cols")
-    if cols is None:
-        o = ctx.trace.ops
-        fwd = o.fwd_op
-        has = fwd != NONE
-        fwd_dims = np.full(len(o), NONE, dtype=np.int64)
-        fwd_src = np.full(len(o), NONE, dtype=np.int64)
-        fwd_dims[has] = o.dims[fwd[has]]
-        fwd_src[has] = o.source[fwd[has]]
-        cols = (
-            o.parent.tolist(),
-            list(zip(o.name.tolist(), o.kind.tolist(), o.dims.tolist(), o.types.tolist(), o.source.tolist(),
-                     fwd_dims.tolist(), fwd_src.tolist())),
-        )
-        ctx.cache["op_cols"] = cols
-    parent, own = cols
-    table: dict[tuple[Any, ...], int] = ctx.cache.setdefault("op_key_table", {})
-    path = []
-    o = op
-    while o != NONE and o not in keys:
-        path.append(o)
-        o = parent[o]
-    k = keys[o] if o != NONE else -1
-    for o in reversed(path):
-        tup = (k, own[o])
-        k = table.setdefault(tup, len(table))
-        keys[o] = k
-    return k
-
-
-def op_info(ctx: Context, op: int) -> OpInfo:
-    """Stack, shapes, dtype and source of a launching op. `op`, `top` and `shape_op` are those of
-    the first op seen with the same structure (see _op_key): use them as representatives only."""
-    cache: dict[int, OpInfo] = ctx.cache.setdefault("op_info", {})
-    key = _op_key(ctx, op) if op != NONE else -2
-    got = cache.get(key)
-    if got is not None:
-        return got
-    t = ctx.trace
-    if op == NONE:
-        info = OpInfo(NONE, NONE, (), NONE, None, None, None, False)
-    else:
-        chain = op_stack(t, op)
-        stack = tuple(t.s(int(t.ops.name[o])) for o in chain)
-        shape_op = NONE
-        # The innermost op on the stack that recorded shapes describes the work.
-        for o in reversed(chain):
-            if t.ops.dims[o] != NONE:
-                shape_op = o
-                break
-        fwd = forward_op(t, op)
-        is_bwd = fwd != NONE
-        if shape_op == NONE and is_bwd and t.ops.dims[fwd] != NONE:
-            shape_op = fwd
-        dims = t.decoded(int(t.ops.dims[shape_op])) if shape_op != NONE else None
-        types = t.decoded(int(t.ops.types[shape_op])) if shape_op != NONE else None
-        src = NONE
-        for o in reversed(chain):
-            if t.ops.source[o] != NONE:
-                src = int(t.ops.source[o])
-                break
-        if src == NONE and is_bwd and t.ops.source[fwd] != NONE:
-            src = int(t.ops.source[fwd])
-        info = OpInfo(
-            op=op,
-            top=chain[0] if chain else op,
-            stack=stack,
-            shape_op=shape_op,
-            dims=dims,
-            dtype=op_dtype(types),
-            source=t.s(src) if src != NONE else None,
-            is_backward=is_bwd,
-        )
-    cache[key] = info
-    return info
+def primary_device(ctx: Context) -> Device | None:
+    """`trace.primary_device` once per context (it counts kernels per device each time)."""
+    if "primary_device" not in ctx.cache:
+        ctx.cache["primary_device"] = ctx.trace.primary_device
+    return ctx.cache["primary_device"]  # type: ignore[no-any-return]
 
 
 def kernel_op(t: Trace) -> np.ndarray:
@@ -137,9 +57,46 @@ def kernel_op(t: Trace) -> np.ndarray:
     return out
 
 
+def _literal_table() -> list[tuple[tuple[str, ...], str]] | None:
+    """metrics.dtypes' kernel-name patterns as lower-case substrings, when every pattern is a
+    case-insensitive alternation of plain ASCII literals (then, on an ASCII name, a substring test
+    of the lower-cased name is the same test, without the regex engine's per-position scan).
+    None (use kernel_dtype itself) when the table is not of that form."""
+    table = []
+    try:
+        for rx, dt in getattr(dtypes, "_KERNEL_DTYPES", None) or ():
+            alts = rx.pattern.split("|")
+            if not rx.flags & re.IGNORECASE or not all(a and a.isascii() and re.escape(a) == a for a in alts):
+                return None
+            table.append((tuple(a.lower() for a in alts), dt))
+    except (TypeError, ValueError, AttributeError):
+        return None
+    return table or None
+
+
+_LITERALS = _literal_table()
+_NAME_DTYPES: dict[str, str | None] = {}
+
+
+def name_dtype(name: str) -> str | None:
+    """metrics.dtypes.kernel_dtype(name), memoized, with a substring fast path (kernel names run
+    to hundreds of characters and the regexes scan them once per alternative)."""
+    got = _NAME_DTYPES.get(name, _NAME_DTYPES)
+    if got is not _NAME_DTYPES:
+        return got  # type: ignore[return-value]
+    if _LITERALS is None or not name.isascii():
+        dt = dtypes.kernel_dtype(name)
+    else:
+        low = name.lower()
+        dt = next((d for alts, d in _LITERALS if any(a in low for a in alts)), None)
+    if len(_NAME_DTYPES) < 100_000:
+        _NAME_DTYPES[name] = dt
+    return dt
+
+
 def kernel_row_dtype(t: Trace, info: OpInfo, kernel_name: str) -> str | None:
     """Kernel name first (it is what ran: an fp32 op may run a tf32 kernel), else the op's dtype."""
-    kd = kernel_dtype(kernel_name)
+    kd = name_dtype(kernel_name)
     if kd is not None:
         return kd
     return info.dtype

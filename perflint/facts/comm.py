@@ -22,7 +22,7 @@ import numpy as np
 
 from perflint.facts import Context, Row, capability, enricher
 from perflint.facts._common import window_mask
-from perflint.facts._spans import EMPTY, Spans, length, overlap, spans, step_windows, union
+from perflint.facts._spans import EMPTY, Spans, length, spans, step_windows, union
 from perflint.metrics.kernels import CAT_INDEX, classify
 from perflint.model import KERNEL, MEMCPY, MEMSET, Trace
 
@@ -58,12 +58,18 @@ def _spans_of(t: Trace, mask: np.ndarray) -> Spans:
     return spans(g.ts[mask], g.ts[mask] + g.dur[mask]) if mask.any() else EMPTY
 
 
-def _in_windows(a: Spans, wins: list[tuple[float, float]]) -> float:
-    return sum(length(a, lo, hi) for lo, hi in wins)
+def _in_windows(a: Spans, wins: list[tuple[float, float]]) -> list[float]:
+    return [length(a, lo, hi) for lo, hi in wins]
 
 
-def _overlap_in_windows(a: Spans, b: Spans, wins: list[tuple[float, float]]) -> float:
-    return sum(overlap(a, b, lo, hi) for lo, hi in wins)
+def _overlap_in_windows(a: Spans, a_len: list[float], b: Spans, wins: list[tuple[float, float]]) -> float:
+    """sum over windows of overlap(a, b, lo, hi), with |a| per window (`a_len`) and a ∪ b computed once."""
+    if len(a[0]) == 0 or len(b[0]) == 0:
+        return sum(0.0 for _ in wins)
+    ab = union(a, b)
+    return sum(
+        max(0.0, la + length(b, lo, hi) - length(ab, lo, hi)) for la, (lo, hi) in zip(a_len, wins)
+    )
 
 
 def comm_numbers(ctx: Context) -> dict[str, Any]:
@@ -96,8 +102,9 @@ def comm_numbers(ctx: Context) -> dict[str, Any]:
     cs = _spans_of(t, comm)
     comp = _spans_of(t, kern & ~comm & live)
     hiding = union(comp, _spans_of(t, live & ((g.kind == MEMCPY) | (g.kind == MEMSET))))
-    comm_time = _in_windows(cs, wins)
-    exposed = max(0.0, comm_time - _overlap_in_windows(cs, hiding, wins))
+    cs_len = _in_windows(cs, wins)
+    comm_time = sum(cs_len)
+    exposed = max(0.0, comm_time - _overlap_in_windows(cs, cs_len, hiding, wins))
     total = sum(hi - lo for lo, hi in wins)
     per = float(len(wins))
     out["comm_time_us"] = comm_time
@@ -106,7 +113,7 @@ def comm_numbers(ctx: Context) -> dict[str, Any]:
     if total > 0:
         out["comm_pct"] = 100.0 * comm_time / total
         out["comm_exposed_pct"] = 100.0 * exposed / total
-    out["comm_overlap_pct"] = 100.0 * _overlap_in_windows(cs, comp, wins) / comm_time if comm_time > 0 else None
+    out["comm_overlap_pct"] = 100.0 * _overlap_in_windows(cs, cs_len, comp, wins) / comm_time if comm_time > 0 else None
     names = sorted({t.s(int(c)) for c in g.collective[comm].tolist() if c >= 0})
     out["collectives"] = ", ".join(names) if names else None
     return out

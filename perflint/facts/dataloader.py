@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from perflint.facts import Context, Row, capability, enricher
+from perflint.facts._group import present_ids
 from perflint.facts._spans import EMPTY, Spans, length, overlap, spans, step_windows, union
 from perflint.model import GPU_SYNC, Trace
 
@@ -40,8 +41,7 @@ def dataloader_ops(t: Trace) -> np.ndarray:
     """Indices of data-loader ops (CPU ops or annotations), cached on the trace."""
     got = t.cache.get("dataloader_ops")
     if got is None:
-        ids = np.unique(t.ops.name) if len(t.ops) else np.zeros(0, dtype=np.int32)
-        hit = [int(i) for i in ids.tolist() if i >= 0 and is_dataloader_name(t.strings[int(i)])]
+        hit = [i for i in present_ids(t.ops.name) if is_dataloader_name(t.strings[i])]
         got = np.flatnonzero(np.isin(t.ops.name, hit)) if hit else np.zeros(0, dtype=np.int64)
         t.cache["dataloader_ops"] = got
     return got  # type: ignore[no-any-return]
@@ -75,9 +75,10 @@ def dataloader_numbers(ctx: Context) -> dict[str, Any]:
     busy = _busy(t)
     wall, exposed, wall_pct, exposed_pct = [], [], [], []
     calls = 0
+    both = union(dl, busy) if len(dl[0]) and len(busy[0]) else None  # once, not once per step
     for lo, hi in step_windows(ctx):
         w = length(dl, lo, hi)
-        e = max(0.0, w - overlap(dl, busy, lo, hi))
+        e = max(0.0, w - overlap(dl, busy, lo, hi, both))
         wall.append(w)
         exposed.append(e)
         wall_pct.append(100.0 * w / (hi - lo) if hi > lo else 0.0)

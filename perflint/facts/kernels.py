@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from perflint.facts import Context, Row, fact
-from perflint.facts._common import kernel_op, kernel_row_dtype, op_info, steps_time_us, window_mask
+from perflint.facts._common import kernel_op, kernel_row_dtype, op_infos, primary_device, steps_time_us, window_mask
+from perflint.facts._group import Groups, dense_ids
 from perflint.metrics.kernels import CATEGORIES, classify
 from perflint.model import KERNEL, NONE
 
@@ -42,11 +41,48 @@ FIELDS = {
 }
 
 
-def _wmean(x: np.ndarray, w: np.ndarray) -> float | None:
-    ok = ~np.isnan(x)
-    if not ok.any() or w[ok].sum() <= 0:
-        return None
-    return float((x[ok] * w[ok]).sum() / w[ok].sum())
+class _WeightedMean:
+    """Per group, the `dur`-weighted mean of a column with NaNs skipped, as
+    `(x[ok] * w[ok]).sum() / w[ok].sum()` computes it on the group's rows (None without weight).
+    Groups without NaN reuse the group's time sum (the same pairwise sum of the same values)."""
+
+    def __init__(self, x: np.ndarray, w: np.ndarray, groups: Groups) -> None:
+        self.x, self.w = x, w
+        self.xw = x * w
+        nan = np.isnan(x)
+        starts = np.asarray(groups.bounds[:-1], dtype=np.int64)
+        self.nans = (np.add.reduceat(nan.astype(np.int64), starts) if len(x) else np.zeros(0, dtype=np.int64)).tolist()
+
+    def __call__(self, gi: int, sl: slice, w_sum: float, count: int) -> float | None:
+        nans = self.nans[gi]
+        if nans == 0:
+            return None if w_sum <= 0 else float(self.xw[sl].sum() / w_sum)
+        if nans == count:
+            return None
+        x, w = self.x[sl], self.w[sl]
+        ok = ~np.isnan(x)
+        ws = w[ok].sum()
+        if ws <= 0:
+            return None
+        return float((x[ok] * w[ok]).sum() / ws)
+
+
+def _prod(dims: list[int]) -> int:
+    """np.prod of a list of ints (int64, wrapping as numpy does)."""
+    p = 1
+    for d in dims:
+        p *= d
+    return (p + 2**63) % 2**64 - 2**63
+
+
+def _first_max(dur: np.ndarray, groups: Groups) -> np.ndarray:
+    """Per group, the position (in grouped order) of its first longest row: argmax per group."""
+    starts = np.asarray(groups.bounds[:-1], dtype=np.int64)
+    if np.isnan(dur).any():  # argmax stops at the first NaN; keep its exact behaviour
+        return np.asarray([s.start + int(np.argmax(dur[s])) for s in groups.slices()], dtype=np.int64)
+    top = np.maximum.reduceat(dur, starts)
+    hits = np.flatnonzero(dur == np.repeat(top, groups.counts))
+    return hits[np.searchsorted(hits, starts)]  # type: ignore[no-any-return]
 
 
 @fact("kernel_groups", key=("top_level_op", "op", "kernel", "input_dims"), fields=FIELDS)
@@ -61,66 +97,70 @@ def kernel_groups(ctx: Context) -> list[Row]:
     step_time = steps_time_us(ctx)
     kop = kernel_op(t)[sel]
     cls = classify(t)
-    dev = t.primary_device
-    # group on (op index's info key, kernel name): shapes come from the op, so op identity
-    # is resolved to names + dims first.
-    groups: dict[tuple[Any, ...], list[int]] = {}
-    info_key: dict[int, tuple[Any, ...]] = {}
-    for pos, (row, op) in enumerate(zip(sel.tolist(), kop.tolist())):
-        k = info_key.get(op)
-        if k is None:
-            info = op_info(ctx, op)
-            k = (info.stack[0] if info.stack else None, info.stack[-1] if info.stack else None, repr(info.dims), op)
-            info_key[op] = k
-        key = (k[0], k[1], k[2], int(g.name[row]))
-        groups.setdefault(key, []).append(pos)
+    dev = primary_device(ctx)
+    # Group on (op's names + shapes, kernel name): the op side is resolved once per distinct info.
+    iid, infos = op_infos(ctx, kop)
+    site, _ = dense_ids(
+        (info.stack[0] if info.stack else None, info.stack[-1] if info.stack else None, repr(info.dims)) for info in infos
+    )
+    groups = Groups(site[iid], g.name[sel])
+    rows_of = sel[groups.order]  # trace rows, grouped, in launch order inside each group
+    dur_all = g.dur[rows_of]
+    bps_all = g.blocks_per_sm[rows_of]
+    occ = g.occupancy[rows_of]
+    # Kineto writes 0 when its occupancy query failed (e.g. > 48 KB shared memory) even though
+    # blocks ran: unknown, not zero.
+    occ_all = np.where((occ == 0) & (bps_all > 0), np.nan, occ)
+    bps_mean = _WeightedMean(bps_all, dur_all, groups)
+    occ_mean = _WeightedMean(occ_all, dur_all, groups)
+    longest = rows_of[_first_max(dur_all, groups)]
+    grids, blocks = g.grid[longest].tolist(), g.block[longest].tolist()
+    regs, shmem = g.regs[longest].tolist(), g.shmem[longest].tolist()
+    cats, tcs = cls.category[longest].tolist(), cls.tensor_core[longest].tolist()
+    names = g.name[sel[groups.first]].tolist()
+    firsts = iid[groups.first].tolist()
+    counts = groups.counts.tolist()
+    cc = (
+        dev.compute_capability[0] * 10 + dev.compute_capability[1]
+        if dev and dev.compute_capability and dev.vendor == "nvidia"
+        else None
+    )
     rows: list[Row] = []
-    for (top, bottom, _dims, name_id), positions in groups.items():
-        idx = sel[np.asarray(positions)]
-        dur = g.dur[idx]
-        first_op = int(kop[positions[0]])
-        info = op_info(ctx, first_op)
-        longest = int(idx[int(np.argmax(dur))])
-        kname = t.s(name_id)
-        grid = g.grid[longest].tolist()
-        block = g.block[longest].tolist()
-        time_us = float(dur.sum())
-        tc = int(cls.tensor_core[longest])
+    for gi, sl in enumerate(groups.slices()):
+        info = infos[firsts[gi]]
+        kname = t.s(names[gi])
+        grid, block = grids[gi], blocks[gi]
+        dur_sum = dur_all[sl].sum()
+        time_us = float(dur_sum)
+        tc = tcs[gi]
+        count = counts[gi]
         rows.append(
             {
                 "kernel": kname,
-                "category": CATEGORIES[int(cls.category[longest])],
+                "category": CATEGORIES[cats[gi]],
                 "tensor_cores": None if tc < 0 else bool(tc),
                 "dtype": kernel_row_dtype(t, info, kname),
-                "op": bottom,
-                "top_level_op": top,
+                "op": info.stack[-1] if info.stack else None,
+                "top_level_op": info.stack[0] if info.stack else None,
                 "op_stack": list(info.stack),
                 "input_dims": info.dims,
                 "source": info.source,
                 "is_backward": info.is_backward,
-                "count": len(idx),
+                "count": count,
                 "time_us": time_us,
-                "mean_us": time_us / len(idx),
+                "mean_us": time_us / count,
                 "share_pct": 100.0 * time_us / total if total else 0.0,
                 "step_share_pct": 100.0 * time_us / step_time if step_time else None,
                 "grid": grid if any(grid) else None,
                 "block": block if any(block) else None,
-                "threads_per_block": int(np.prod(block)) if any(block) else None,
-                "blocks": int(np.prod(grid)) if any(grid) else None,
-                "blocks_per_sm": _wmean(g.blocks_per_sm[idx], dur),
-                # Kineto writes 0 when its occupancy query failed (e.g. > 48 KB shared memory) even
-                # though blocks ran: unknown, not zero.
-                "occupancy_pct": _wmean(
-                    np.where((g.occupancy[idx] == 0) & (g.blocks_per_sm[idx] > 0), np.nan, g.occupancy[idx]), dur
-                ),
-                "registers": int(g.regs[longest]) if g.regs[longest] != NONE else None,
-                "shared_memory": int(g.shmem[longest]) if g.shmem[longest] != NONE else None,
+                "threads_per_block": _prod(block) if any(block) else None,
+                "blocks": _prod(grid) if any(grid) else None,
+                "blocks_per_sm": bps_mean(gi, sl, dur_sum, count),
+                "occupancy_pct": occ_mean(gi, sl, dur_sum, count),
+                "registers": regs[gi] if regs[gi] != NONE else None,
+                "shared_memory": shmem[gi] if shmem[gi] != NONE else None,
                 "sm_count": dev.sm_count if dev else None,
-                "compute_capability": (
-                    dev.compute_capability[0] * 10 + dev.compute_capability[1]
-                    if dev and dev.compute_capability and dev.vendor == "nvidia"
-                    else None
-                ),
+                "compute_capability": cc,
                 "vendor": dev.vendor if dev else "unknown",
                 "steps": len(ctx.steps),
             }

@@ -13,15 +13,13 @@ the counts (and on the max/quantile fields when they want another cutoff).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from perflint.facts import Context, Row, fact, rows
-from perflint.facts._common import op_info, steps_time_us, window_mask
+from perflint.facts._common import gpu_utilization, op_infos, steps_time_us, window_mask
+from perflint.facts._group import Groups, dense_ids, id_table, sums
 from perflint.metrics.intervals import merge
 from perflint.metrics.steps import step_of
-from perflint.metrics.tb_gpu import gpu_summary
 from perflint.model import GPU_SYNC, KERNEL, NONE
 
 RUNTIME_CUTOFF_US = 50.0  # HTA cuda_kernel_launch_stats runtime_cutoff
@@ -39,16 +37,11 @@ LAUNCH_APIS = frozenset(
 )
 
 
-def runtime_window(ctx: Context) -> np.ndarray:
-    """Runtime calls made inside the analysis steps (all calls when the trace has no steps)."""
-    got = ctx.cache.get("runtime_window")
-    if got is None:
-        t = ctx.trace
-        got = np.ones(len(t.runtime), dtype=bool)
-        if ctx.steps:
-            got = step_of(t, ctx.steps, t.runtime.ts) >= 0
-        ctx.cache["runtime_window"] = got
-    return got  # type: ignore[no-any-return]
+def runtime_in_window(ctx: Context, rows: np.ndarray) -> np.ndarray:
+    """Which of these runtime calls were made inside the analysis steps (all without steps)."""
+    if not ctx.steps:
+        return np.ones(len(rows), dtype=bool)
+    return step_of(ctx.trace, ctx.steps, ctx.trace.runtime.ts[rows]) >= 0  # type: ignore[no-any-return]
 
 
 def window_span_us(ctx: Context) -> float | None:
@@ -71,21 +64,25 @@ def _launches(ctx: Context) -> dict[str, np.ndarray]:
     t = ctx.trace
     rt, g = t.runtime, t.gpu
     n = len(rt)
-    gpu_time = np.zeros(n)
-    first_start = np.full(n, np.nan)
-    kernels = np.zeros(n, dtype=np.int64)
     linked = (g.launch != NONE) & (g.kind != GPU_SYNC)
     li = g.launch[linked]
-    np.add.at(gpu_time, li, g.dur[linked])
+    # Sums add in row order from 0.0, as np.add.at did: the same floats.
+    gpu_time = sums(li, g.dur[linked], n)
+    # First GPU start per call: most calls launch one activity, so assign, then take the min
+    # only over calls that launched several.
+    lts = g.ts[linked]
     starts = np.full(n, np.inf)
-    np.minimum.at(starts, li, g.ts[linked])
+    starts[li] = lts
+    multi = np.bincount(li, minlength=n)[li] > 1
+    if multi.any():
+        starts[li[multi]] = np.inf
+        np.minimum.at(starts, li[multi], lts[multi])
     has = np.isfinite(starts)
-    first_start[has] = starts[has]
-    kl = linked & (g.kind == KERNEL)
-    np.add.at(kernels, g.launch[kl], 1)
-    api_names = {i: t.s(i) for i in np.unique(rt.name).tolist()} if n else {}
-    is_api = np.fromiter((api_names[x] in LAUNCH_APIS for x in rt.name.tolist()), dtype=bool, count=n)
-    sel = np.flatnonzero(runtime_window(ctx) & (has | is_api))
+    first_start = np.where(has, starts, np.nan)
+    kernels = np.bincount(g.launch[linked & (g.kind == KERNEL)], minlength=n)
+    is_api = id_table(rt.name, lambda i: t.s(i) in LAUNCH_APIS, dtype=bool, fill=False)[rt.name + 1] if n else has
+    sel = np.flatnonzero(has | is_api)
+    sel = sel[runtime_in_window(ctx, sel)]
     got = {
         "idx": sel,
         "gpu_time": gpu_time[sel],
@@ -131,39 +128,37 @@ def launch_groups(ctx: Context) -> list[Row]:
     idx = L["idx"]
     if len(idx) == 0:
         return []
-    groups: dict[tuple[Any, ...], list[int]] = {}
-    names: dict[int, tuple[Any, ...]] = {}
-    for pos, (api, op) in enumerate(zip(rt.name[idx].tolist(), rt.op[idx].tolist())):
-        k = names.get(op)
-        if k is None:
-            info = op_info(ctx, op)
-            k = (info.stack[0] if info.stack else None, info.stack[-1] if info.stack else None)
-            names[op] = k
-        groups.setdefault((api, *k), []).append(pos)
-    busy = gpu_summary(t)["utilization_pct"]
+    iid, infos = op_infos(ctx, rt.op[idx])
+    site, _ = dense_ids((info.stack[0] if info.stack else None, info.stack[-1] if info.stack else None) for info in infos)
+    groups = Groups(rt.name[idx], site[iid])
+    busy = gpu_utilization(ctx)
+    dur_all = rt.dur[idx][groups.order]
+    delay_all = L["delay"][groups.order]
+    gpu_all = L["gpu_time"][groups.order]
     out: list[Row] = []
-    for (api, top, bottom), positions in groups.items():
-        p = np.asarray(positions)
-        r = idx[p]
-        dur = rt.dur[r]
-        delay = L["delay"][p]
+    for gi, sl in enumerate(groups.slices()):
+        dur = dur_all[sl]
+        delay = delay_all[sl]
         delay = delay[~np.isnan(delay)]
-        info = op_info(ctx, int(rt.op[r[0]]))
+        first = int(groups.first[gi])
+        info = infos[int(iid[first])]
         over = dur > RUNTIME_CUTOFF_US
         dover = delay > DELAY_CUTOFF_US
+        runtime = float(dur.sum())
         out.append(
             {
-                "api": t.s(api),
-                "op": bottom,
-                "top_level_op": top,
+                "api": t.s(int(rt.name[idx[first]])),
+                "op": info.stack[-1] if info.stack else None,
+                "top_level_op": info.stack[0] if info.stack else None,
                 "op_stack": list(info.stack),
                 "source": info.source,
-                "count": len(r),
-                "runtime_us": float(dur.sum()),
-                "runtime_mean_us": float(dur.mean()),
+                "count": len(dur),
+                "runtime_us": runtime,
+                # mean = the same pairwise sum / count, as ndarray.mean computes it
+                "runtime_mean_us": runtime / len(dur),
                 "runtime_max_us": float(dur.max()),
-                "gpu_time_us": float(L["gpu_time"][p].sum()),
-                "delay_mean_us": float(delay.mean()) if len(delay) else None,
+                "gpu_time_us": float(gpu_all[sl].sum()),
+                "delay_mean_us": float(delay.sum()) / len(delay) if len(delay) else None,
                 "delay_p50_us": float(np.median(delay)) if len(delay) else None,
                 "delay_max_us": float(delay.max()) if len(delay) else None,
                 "runtime_cutoff_us": RUNTIME_CUTOFF_US,
@@ -217,7 +212,7 @@ def launch_summary(ctx: Context) -> list[Row]:
     sl = g.launch[short_ids]
     short_launch[sl[sl != NONE]] = True
     short_rt = float(t.runtime.dur[L["idx"]][short_launch[L["idx"]]].sum())
-    busy = gpu_summary(t)["utilization_pct"]
+    busy = gpu_utilization(ctx)
     window = window_span_us(ctx)
     if busy is None and window:
         ms, me = merge(g.ts[kern], g.ts[kern] + kd)

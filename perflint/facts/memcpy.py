@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from perflint.facts import Context, Row, capability, fact, rows
-from perflint.facts._common import kernel_op, op_info, window_mask
+from perflint.facts._common import kernel_op, op_info, op_infos, window_mask
+from perflint.facts._group import Groups, dense_ids, labels, present_ids
 from perflint.facts.launch import window_span_us
 from perflint.metrics.intervals import merge
 from perflint.metrics.steps import step_of
@@ -43,6 +44,11 @@ def _host_memory(src: str | None, dst: str | None) -> str | None:
         if side in ("Pageable", "Pinned", "Managed"):
             return side.lower()
     return None
+
+
+def _kind(name: str) -> tuple[str | None, str | None]:
+    direction, src, dst = parse_memcpy(name)
+    return direction, _host_memory(src, dst)
 
 
 GROUP_FIELDS = {
@@ -76,33 +82,38 @@ def memcpy_groups(ctx: Context) -> list[Row]:
         return []
     span = window_span_us(ctx)
     kop = kernel_op(t)[sel]
-    groups: dict[tuple[Any, ...], list[int]] = {}
-    for pos, (row, op) in enumerate(zip(sel.tolist(), kop.tolist())):
-        direction, src, dst = parse_memcpy(t.s(int(g.name[row])))
-        launch = int(g.launch[row])
-        api = t.s(int(t.runtime.name[launch])) if launch != NONE else None
-        info = op_info(ctx, op)
-        top = info.stack[0] if info.stack else None
-        bottom = info.stack[-1] if info.stack else None
-        groups.setdefault((direction, _host_memory(src, dst), api, top, bottom), []).append(pos)
+    names = g.name[sel]
+    launch = g.launch[sel].astype(np.int64)
+    api_id = np.full(len(sel), NONE, dtype=np.int64)
+    api_id[launch != NONE] = t.runtime.name[launch[launch != NONE]] + 1  # shifted: NONE = not linked
+    kind, kinds = labels(names, lambda i: _kind(t.s(i)))
+    api, apis = labels(api_id, lambda i: t.s(i - 1) if i != NONE else None)
+    iid, infos = op_infos(ctx, kop)
+    site, _ = dense_ids((info.stack[0] if info.stack else None, info.stack[-1] if info.stack else None) for info in infos)
+    groups = Groups(kind, api, site[iid])
+    idx_all = sel[groups.order]
     out: list[Row] = []
-    for (direction, host, api, top, bottom), positions in groups.items():
-        idx = sel[np.asarray(positions)]
+    for gi, sl in enumerate(groups.slices()):
+        idx = idx_all[sl]
         dur = g.dur[idx]
         nb = g.nbytes[idx]
         nbytes = int(nb[nb > 0].sum())
         time_us = float(dur.sum())
-        info = op_info(ctx, int(kop[positions[0]]))
+        first = int(groups.first[gi])
+        info = infos[int(iid[first])]
+        direction, host = kinds[int(kind[first])]
+        api_name = apis[int(api[first])]
+        bottom = info.stack[-1] if info.stack else None
         out.append(
             {
                 "direction": direction,
                 "host_memory": host,
                 "pageable": host == "pageable",
                 "memcpy": t.s(int(g.name[idx[0]])),
-                "api": api,
-                "is_async": bool(api and "Async" in api),
+                "api": api_name,
+                "is_async": bool(api_name and "Async" in api_name),
                 "op": bottom,
-                "top_level_op": top,
+                "top_level_op": info.stack[0] if info.stack else None,
                 "op_stack": list(info.stack),
                 "source": info.source,
                 "count": len(idx),
@@ -133,19 +144,22 @@ SHARE_FIELDS = {
 
 
 def _overlap(ms: np.ndarray, me: np.ndarray, ks: np.ndarray, ke: np.ndarray) -> float:
-    """Length of (union A) intersect (union B), both given as merged sorted intervals."""
+    """Length of (union A) intersect (union B), both given as merged sorted intervals.
+
+    Every (A, B) pair that overlaps is visited in A then B order and the pieces are added left
+    to right (cumsum), as the original pairwise walk added them."""
     if len(ms) == 0 or len(ks) == 0:
         return 0.0
-    total = 0.0
-    j = 0
-    for s, e in zip(ms.tolist(), me.tolist()):
-        while j < len(ks) and ke[j] <= s:
-            j += 1
-        k = j
-        while k < len(ks) and ks[k] < e:
-            total += max(0.0, min(e, float(ke[k])) - max(s, float(ks[k])))
-            k += 1
-    return total
+    lo = np.searchsorted(ke, ms, side="right")  # first B interval ending after each A start
+    hi = np.maximum(np.searchsorted(ks, me, side="left"), lo)  # B intervals starting before its end
+    n = hi - lo
+    total = int(n.sum())
+    if total == 0:
+        return 0.0
+    a = np.repeat(np.arange(len(ms)), n)
+    b = np.arange(total) - np.repeat(np.cumsum(n) - n, n) + np.repeat(lo, n)
+    piece = np.maximum(0.0, np.minimum(me[a], ke[b]) - np.maximum(ms[a], ks[b]))
+    return float(np.cumsum(piece)[-1])
 
 
 @fact("memcpy_share", key=("direction",), fields=SHARE_FIELDS)
@@ -162,9 +176,10 @@ def memcpy_share(ctx: Context) -> list[Row]:
         by_dir.setdefault(r["direction"], []).append(r)
     out: list[Row] = []
     cp_all = np.flatnonzero(win & (g.kind == MEMCPY))
-    dirs = np.array([parse_memcpy(t.s(int(n)))[0] or "" for n in g.name[cp_all].tolist()], dtype=object)
+    dirs, dir_names = labels(g.name[cp_all], lambda i: parse_memcpy(t.s(i))[0] or "")
     for direction, groups in by_dir.items():
-        idx = cp_all[dirs == (direction or "")]
+        want = dir_names.index(direction or "") if (direction or "") in dir_names else -1
+        idx = cp_all[dirs == want]
         ms, me = merge(g.ts[idx], g.ts[idx] + g.dur[idx])
         busy = float((me - ms).sum())
         exposed = busy - _overlap(ms, me, ks, ke)
@@ -219,7 +234,7 @@ def alloc_groups(ctx: Context) -> list[Row]:
     steady = [s for s in ctx.steps if s is not first]
     if not steady or len(rt) == 0:
         return []
-    api_ids = [i for i in np.unique(rt.name).tolist() if t.s(i) in ALLOC_APIS]
+    api_ids = [i for i in present_ids(rt.name) if t.s(i) in ALLOC_APIS]
     if not api_ids:
         return []
     cand = np.flatnonzero(np.isin(rt.name, np.asarray(api_ids, dtype=rt.name.dtype)))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from perflint.facts import Context, Row, enricher
+from perflint.facts._common import primary_device
 from perflint.metrics.occupancy import device_occupancy
 
 FIELDS = {
@@ -30,7 +31,7 @@ FIELDS = {
 
 @enricher("kernel_groups", fields=FIELDS)
 def launch_config(ctx: Context, row: Row) -> Row:
-    dev = ctx.trace.primary_device
+    dev = primary_device(ctx)
     warp = (dev.warp_size if dev and dev.warp_size else None) or (64 if row.get("vendor") == "amd" else 32)
     out: Row = dict.fromkeys(FIELDS)
     out["warp_size"] = warp

@@ -18,13 +18,12 @@ Choices (documented because rules depend on them):
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from perflint.facts import Context, Row, fact
-from perflint.facts._common import kernel_op, op_info, steps_time_us, window_mask
-from perflint.graph.build import forward_op, op_chain
+from perflint.facts._common import kernel_op, primary_device, steps_time_us, window_mask
+from perflint.facts._optree import op_arrays, op_info, op_levels, propagate
+from perflint.facts._group import Groups, dense_ids, present_ids, sums
 from perflint.metrics.dtypes import kernel_dtype, op_dtype
 from perflint.metrics.kernels import CAT_INDEX, classify
 from perflint.metrics.shapes import ALIGN, alignment, op_class, op_shape
@@ -73,12 +72,11 @@ FIELDS = {
 def _eligible(t: Trace) -> np.ndarray:
     """Op indices of Tensor-Core-eligible CPU ops."""
     ops = t.ops
-    names = np.unique(ops.name)
-    want = np.fromiter((n for n in names.tolist() if op_class(t.s(n))), dtype=np.int32)
+    want = np.fromiter((n for n in present_ids(ops.name) if op_class(t.s(n))), dtype=np.int32)
     return np.flatnonzero(np.isin(ops.name, want) & (ops.kind == OP_CPU))
 
 
-def _leaves(t: Trace, cand: np.ndarray) -> tuple[set[int], dict[int, int]]:
+def _leaves_walk(t: Trace, cand: np.ndarray) -> tuple[set[int], dict[int, int]]:
     """Innermost eligible ops, and eligible wrapper op -> its (first) innermost eligible op."""
     cset = set(cand.tolist())
     wrapped: set[int] = set()
@@ -93,6 +91,55 @@ def _leaves(t: Trace, cand: np.ndarray) -> tuple[set[int], dict[int, int]]:
             p = int(parent[p])
     leaves = cset - wrapped
     return leaves, owner
+
+
+def _targets(ctx: Context, cand: np.ndarray) -> np.ndarray:
+    """Per op: itself for an innermost eligible op, its innermost eligible op for an eligible
+    wrapper, else NONE.
+
+    A wrapper's innermost op is the first of its eligible descendants in the order the original
+    walk (`_leaves_walk`) visits them: deepest first, ties in set order. That descendant is one of
+    the deepest, so it has no eligible op below it: a leaf, found here with one bottom-up min per
+    level instead of a walk from every eligible op to the root.
+    """
+    t = ctx.trace
+    ops = t.ops
+    n = len(ops)
+    target = np.full(n, NONE, dtype=np.int64)
+    if len(cand) == 0:
+        return target
+    parent = ops.parent
+    has = parent != NONE
+    if not np.array_equal(ops.depth[has], ops.depth[parent[has]] + 1) or (ops.depth[~has] != 0).any():
+        leaves, owner = _leaves_walk(t, cand)  # depth not the nesting depth: keep the walk's own order
+        for o in leaves:
+            target[o] = o
+        for o, leaf in owner.items():
+            target[o] = leaf
+        return target
+    depth = ops.depth.tolist()
+    seq = sorted(set(cand.tolist()), key=lambda o: -depth[o])
+    rank = np.full(n, len(seq), dtype=np.int64)
+    rank[np.asarray(seq, dtype=np.int64)] = np.arange(len(seq))
+    eligible = np.full(n, NONE, dtype=np.int64)
+    eligible[cand] = cand
+    inner = propagate(ctx, eligible)  # innermost eligible op on each chain (self included)
+    up = np.where(has, inner[np.where(has, parent, 0)], NONE)  # nearest eligible strict ancestor
+    best = np.full(n, len(seq), dtype=np.int64)  # min rank over eligible strict descendants
+    is_cand = np.zeros(n, dtype=bool)
+    is_cand[cand] = True
+    lv = op_levels(ctx)
+    for k in reversed(range(len(lv))):
+        lvl = lv.ops(k)
+        c = lvl[is_cand[lvl]]
+        c = c[up[c] != NONE]
+        if len(c):
+            np.minimum.at(best, up[c], np.minimum(rank[c], best[c]))
+    leaf = is_cand & (best == len(seq))
+    target[leaf] = np.flatnonzero(leaf)
+    wrap = is_cand & ~leaf
+    target[wrap] = np.asarray(seq, dtype=np.int64)[best[wrap]]
+    return target
 
 
 def _hint(cc: int | None, vendor: str) -> str:
@@ -115,34 +162,10 @@ def op_groups(ctx: Context) -> list[Row]:
     cand = _eligible(t)
     if len(cand) == 0:
         return []
-    leaves, owner = _leaves(t, cand)
-    leaf_arr = np.fromiter(sorted(leaves), dtype=np.int64)
+    target = _targets(ctx, cand)
+    leaf_arr = cand[target[cand] == cand]
     in_window = step_of(t, ctx.steps, ops.ts[leaf_arr]) >= 0 if ctx.steps else np.ones(len(leaf_arr), bool)
-
-    key_of: dict[int, tuple[Any, ...]] = {}
-
-    def key(leaf: int) -> tuple[Any, ...]:
-        got = key_of.get(leaf)
-        if got is None:
-            dims = t.decoded(int(ops.dims[leaf]))
-            got = (t.s(int(ops.name[leaf])), repr(dims), op_dtype(t.decoded(int(ops.types[leaf]))))
-            key_of[leaf] = got
-        return got
-
-    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
-
-    def group(leaf: int) -> dict[str, Any]:
-        k = key(leaf)
-        g = groups.get(k)
-        if g is None:
-            g = groups[k] = {"first": leaf, "count": 0, "cpu": 0.0, "fwd": 0.0, "bwd": 0.0, "mat": 0.0, "tc": 0.0, "kern": {}}
-        return g
-
-    for leaf, inside in zip(leaf_arr.tolist(), in_window.tolist()):
-        if inside:
-            g = group(leaf)
-            g["count"] += 1
-            g["cpu"] += float(ops.dur[leaf])
+    win_leaves = leaf_arr[in_window]
 
     # Kernels -> eligible op (forward) or, through the autograd link, the forward op (backward).
     gpu = t.gpu
@@ -150,35 +173,67 @@ def op_groups(ctx: Context) -> list[Row]:
     total_kernel = float(gpu.dur[sel].sum())
     cls = classify(t)
     matrix = (cls.category == CAT_INDEX["gemm"]) | (cls.category == CAT_INDEX["conv"])
-    kop = kernel_op(t)[sel]
-    resolved: dict[int, tuple[int, bool]] = {}
-    for row, op in zip(sel.tolist(), kop.tolist()):
-        hit = resolved.get(op)
-        if hit is None:
-            hit = _resolve(t, op, leaves, owner)
-            resolved[op] = hit
-        leaf, bwd = hit
-        if leaf == NONE:
-            continue
-        g = group(leaf)
-        d = float(gpu.dur[row])
-        g["bwd" if bwd else "fwd"] += d
-        if matrix[row]:
-            g["mat"] += d
-            g["tc"] += d if cls.tensor_core[row] == 1 else 0.0
-            name = int(gpu.name[row])
-            g["kern"][name] = g["kern"].get(name, 0.0) + d
+    kop = kernel_op(t)[sel].astype(np.int64)
+    linked = kop != NONE
+    hit = np.full(len(sel), NONE, dtype=np.int64)
+    bwd = np.zeros(len(sel), dtype=bool)
+    if linked.any():
+        res = propagate(ctx, target)  # innermost eligible op (or its leaf) on the launching chain
+        hit[linked] = res[kop[linked]]
+        fwd = op_arrays(ctx).fwd
+        f = np.full(len(sel), NONE, dtype=np.int64)
+        f[linked] = fwd[kop[linked]]
+        back = (hit == NONE) & (f != NONE)
+        hit[back] = target[f[back]]
+        bwd = back & (hit != NONE)
+    krows = np.flatnonzero(hit != NONE)
+
+    # Groups in the order the rows create them: in-window leaves, then kernels' leaves.
+    touched = np.concatenate([win_leaves, hit[krows]])
+    triple = Groups(ops.name[touched], ops.dims[touched], ops.types[touched])
+    names, _ = dense_ids(
+        (t.s(int(ops.name[o])), repr(t.decoded(int(ops.dims[o]))), op_dtype(t.decoded(int(ops.types[o]))))
+        for o in touched[triple.first].tolist()
+    )
+    groups = Groups(names[triple.gid])
+    gid = groups.gid
+    ng = len(groups)
+    nw = len(win_leaves)
+    gw, gk = gid[:nw], gid[nw:]
+    # Sums add in row order from 0.0, as the per-row += did: the same floats.
+    count = np.bincount(gw, minlength=ng)
+    cpu = sums(gw, ops.dur[win_leaves], ng)
+    rows_k = sel[krows]
+    d = gpu.dur[rows_k]
+    kb = bwd[krows]
+    fwd_t = sums(gk[~kb], d[~kb], ng)
+    bwd_t = sums(gk[kb], d[kb], ng)
+    km = matrix[rows_k]
+    mat = sums(gk[km], d[km], ng)
+    ktc = km & (cls.tensor_core[rows_k] == 1)
+    tc = sums(gk[ktc], d[ktc], ng)
+    # Matrix kernel time per (group, kernel name); the main kernel is the first with the most.
+    kern: list[dict[int, float]] = [{} for _ in range(ng)]
+    if km.any():
+        pair = Groups(gk[km], gpu.name[rows_k[km]])
+        psum = sums(pair.gid, d[km], len(pair))
+        for f0, total in zip(pair.first.tolist(), psum.tolist()):
+            kern[int(gk[km][f0])][int(gpu.name[rows_k[km][f0]])] = total
 
     has_gpu = total_kernel > 0
     denom_cpu = steps_time_us(ctx) if ctx.steps else float(ops.dur[(ops.depth == 0) & (ops.kind == OP_CPU)].sum())
-    dev = t.primary_device
+    dev = primary_device(ctx)
     cc = dev.compute_capability[0] * 10 + dev.compute_capability[1] if dev and dev.compute_capability and dev.vendor == "nvidia" else None
     vendor = dev.vendor if dev else "unknown"
     rows: list[Row] = []
-    for (name, _dims, op_dt), g in groups.items():
-        first = g["first"]
+    counts, cpus, fwds, bwds, mats, tcs = (x.tolist() for x in (count, cpu, fwd_t, bwd_t, mat, tc))
+    for gi, pos in enumerate(groups.first.tolist()):
+        first = int(touched[pos])
         info = op_info(ctx, first)
+        name = t.s(int(ops.name[first]))
         dims = t.decoded(int(ops.dims[first]))
+        op_dt = op_dtype(t.decoded(int(ops.types[first])))
+        g = {"count": counts[gi], "cpu": cpus[gi], "fwd": fwds[gi], "bwd": bwds[gi], "mat": mats[gi], "tc": tcs[gi], "kern": kern[gi]}
         main_kernel = t.s(max(g["kern"], key=g["kern"].get)) if g["kern"] else None
         kdt = kernel_dtype(main_kernel) if main_kernel else None
         dtype = op_dt or kdt
@@ -229,21 +284,3 @@ def op_groups(ctx: Context) -> list[Row]:
         )
     rows.sort(key=lambda r: -(r["time_us"] or 0.0))
     return rows
-
-
-def _resolve(t: Trace, op: int, leaves: set[int], owner: dict[int, int]) -> tuple[int, bool]:
-    """(innermost eligible op, is_backward) for a kernel's launching op; NONE when unrelated."""
-    if op == NONE:
-        return NONE, False
-    for o in reversed(op_chain(t, op)):
-        if o in leaves:
-            return o, False
-        if o in owner:
-            return owner[o], False
-    f = forward_op(t, op)
-    if f != NONE:
-        if f in leaves:
-            return f, True
-        if f in owner:
-            return owner[f], True
-    return NONE, False

@@ -10,14 +10,14 @@ is what the user wrote. Blocked time is the CPU duration of the call (or of the 
 from __future__ import annotations
 
 import re
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
 from perflint.facts import Context, Row, capability, fact
-from perflint.facts._common import op_info
-from perflint.facts.launch import runtime_window, window_span_us
-from perflint.graph.build import op_chain
+from perflint.facts._optree import op_infos, propagate
+from perflint.facts._group import Groups, dense_ids, id_table, labels, present_ids
+from perflint.facts.launch import runtime_in_window, window_span_us
 from perflint.metrics.steps import step_of
 from perflint.model import MEMCPY, NONE, OP_CPU, Trace
 
@@ -58,96 +58,127 @@ def _op_window(ctx: Context, ts: np.ndarray) -> np.ndarray:
     return step_of(ctx.trace, ctx.steps, ts) >= 0
 
 
-def _sync_op_ancestor(t: Trace, op: int, sync_names: set[int]) -> int:
-    """Outermost aten::item / _local_scalar_dense on the chain ending at `op`, else NONE."""
-    if op == NONE:
-        return NONE
-    for o in op_chain(t, op):
-        if int(t.ops.name[o]) in sync_names:
-            return o
-    return NONE
+def _under_sync_op(ctx: Context, sync_names: list[int]) -> np.ndarray:
+    """Per op: an aten::item / _local_scalar_dense is on its chain (the op itself included)."""
+    ops = ctx.trace.ops
+    if not sync_names:
+        return np.zeros(len(ops), dtype=bool)
+    hit = np.isin(ops.name, np.asarray(sync_names, dtype=ops.name.dtype))
+    return propagate(ctx, np.where(hit, 1, NONE)) != NONE
 
 
-def _events(ctx: Context) -> list[tuple[str, str, int, float, str | None, int | None]]:
-    """(kind, category, op, blocked_us, direction, bytes) for every sync in the window."""
+@dataclass
+class _Events:
+    """Syncs in the window, in the order they are counted: sync ops, then runtime calls."""
+
+    kind: np.ndarray  # string id of the op name / runtime API
+    op: np.ndarray  # op whose stack describes the sync
+    blocked: np.ndarray  # us
+    copy: np.ndarray  # linked GPU copy row of a synchronous memcpy call, else NONE
+    memcpy: np.ndarray  # bool: a synchronous memcpy call
+
+
+def _events(ctx: Context) -> _Events:
     t = ctx.trace
     ops = t.ops
-    name_of = {i: t.s(i) for i in np.unique(ops.name).tolist() if t.s(i) in SYNC_OPS}
-    sync_names = set(name_of)
-    out: list[tuple[str, str, int, float, str | None, int | None]] = []
-    if sync_names:
-        cand = np.flatnonzero(np.isin(ops.name, np.fromiter(sync_names, dtype=np.int32)) & (ops.kind == OP_CPU))
-        cand = cand[_op_window(ctx, ops.ts[cand])]
-        for o in cand.tolist():
-            if _sync_op_ancestor(t, int(ops.parent[o]), sync_names) != NONE:
-                continue  # _local_scalar_dense inside aten::item: counted as the item
-            name = name_of[int(ops.name[o])]
-            out.append((name, SYNC_OPS[name], o, float(ops.dur[o]), None, None))
     rt = t.runtime
-    if len(rt) == 0:
-        return out
-    names = {i: t.s(i) for i in np.unique(rt.name).tolist()}
-    # memcpy direction / bytes per runtime call via its linked GPU copy
-    g = t.gpu
-    cp = np.flatnonzero((g.kind == MEMCPY) & (g.launch != NONE))
-    copy_of = {int(g.launch[i]): i for i in cp.tolist()}
-    win = runtime_window(ctx)
-    for r in np.flatnonzero(win).tolist():
-        api = names[int(rt.name[r])]
-        cat = SYNC_CALLS.get(api)
-        if cat is None and _SYNC_MEMCPY.match(api):
-            cat = "memcpy"
-        if cat is None:
-            continue
-        op = int(rt.op[r])
-        if _sync_op_ancestor(t, op, sync_names) != NONE:
-            continue  # inside aten::item: already counted as the item
-        direction: str | None = None
-        nbytes: int | None = None
-        if cat == "memcpy":
-            gi = copy_of.get(r)
-            if gi is not None:
-                m = _DIRECTION.match(t.s(int(g.name[gi])))
-                direction = m.group(1) if m else None
-                nbytes = int(g.nbytes[gi]) if g.nbytes[gi] >= 0 else None
-        out.append((api, cat, op, float(rt.dur[r]), direction, nbytes))
-    return out
+    sync_ops = [i for i in present_ids(ops.name) if t.s(i) in SYNC_OPS]
+    under = _under_sync_op(ctx, sync_ops)
+    kind, op, blocked = [], [], []
+    if sync_ops:
+        cand = np.flatnonzero(np.isin(ops.name, np.asarray(sync_ops, dtype=np.int32)) & (ops.kind == OP_CPU))
+        cand = cand[_op_window(ctx, ops.ts[cand])]
+        par = ops.parent[cand]
+        # _local_scalar_dense inside aten::item: counted as the item
+        cand = cand[~((par != NONE) & under[np.where(par != NONE, par, 0)])]
+        kind.append(ops.name[cand])
+        op.append(cand)
+        blocked.append(ops.dur[cand])
+    n_ops = sum(len(k) for k in kind)
+    copy = np.full(n_ops, NONE, dtype=np.int64)
+    memcpy = np.zeros(n_ops, dtype=bool)
+    if len(rt):
+        def category(i: int) -> int:
+            api = t.s(i)
+            return 1 if api in SYNC_CALLS else 2 if _SYNC_MEMCPY.match(api) else 0
+
+        cat = id_table(rt.name, category, dtype=np.int8, fill=0)[rt.name + 1]
+        rows = np.flatnonzero(cat > 0)
+        rows = rows[runtime_in_window(ctx, rows)]
+        rop = rt.op[rows]
+        if len(ops):
+            rows = rows[~((rop != NONE) & under[np.where(rop != NONE, rop, 0)])]  # inside aten::item: counted as the item
+        # memcpy direction / bytes per runtime call via its linked GPU copy (the last one linked)
+        g = t.gpu
+        cp = np.flatnonzero((g.kind == MEMCPY) & (g.launch != NONE))[::-1]
+        launches, last = np.unique(g.launch[cp], return_index=True)
+        is_copy = cat[rows] == 2
+        k = np.searchsorted(launches, rows[is_copy])
+        k_ok = k < len(launches)
+        hit = np.zeros(len(k), dtype=bool)
+        hit[k_ok] = launches[k[k_ok]] == rows[is_copy][k_ok]
+        rcopy = np.full(len(rows), NONE, dtype=np.int64)
+        rcopy[np.flatnonzero(is_copy)[hit]] = cp[last[k[hit]]]
+        kind.append(rt.name[rows])
+        op.append(rt.op[rows])
+        blocked.append(rt.dur[rows])
+        copy = np.concatenate([copy, rcopy])
+        memcpy = np.concatenate([memcpy, is_copy])
+    cat_ = lambda parts, dt: np.concatenate(parts).astype(dt) if parts else np.zeros(0, dtype=dt)  # noqa: E731
+    return _Events(cat_(kind, np.int64), cat_(op, np.int64), cat_(blocked, np.float64), copy, memcpy)
 
 
 @fact("sync_groups", key=("kind", "direction", "op_stack", "source"), fields=FIELDS)
 def sync_groups(ctx: Context) -> list[Row]:
     """Host syncs in the analysis steps, grouped per kind x op stack x source (never per call)."""
-    events = _events(ctx)
-    if not events:
+    ev = _events(ctx)
+    if not len(ev.op):
         return []
+    t = ctx.trace
+    g = t.gpu
     steps = len(ctx.steps)
     span = window_span_us(ctx)
-    groups: dict[tuple[Any, ...], list[tuple[str, str, int, float, str | None, int | None]]] = {}
-    for ev in events:
-        info = op_info(ctx, ev[2])
-        groups.setdefault((ev[0], ev[4], info.stack, info.source), []).append(ev)
+    iid, infos = op_infos(ctx, ev.op)
+    where, _ = dense_ids((info.stack, info.source) for info in infos)
+    kind_id, kinds = labels(ev.kind, t.s)
+    has_copy = ev.copy != NONE
+    copy_name = np.full(len(ev.op), NONE, dtype=np.int64)
+    copy_name[has_copy] = g.name[ev.copy[has_copy]]
+    dir_id, directions = labels(copy_name, lambda i: _direction(t.s(i)) if i != NONE else None)
+    nbytes = np.full(len(ev.op), NONE, dtype=np.int64)
+    nbytes[has_copy] = g.nbytes[ev.copy[has_copy]]
+    nbytes[nbytes < 0] = NONE
+    groups = Groups(kind_id, dir_id, where[iid])
+    dur_all = ev.blocked[groups.order]
+    nb_all = nbytes[groups.order]
     rows: list[Row] = []
-    for (kind, direction, stack, source), evs in groups.items():
-        dur = np.array([e[3] for e in evs])
-        sizes = [e[5] for e in evs if e[5] is not None]
+    for gi, sl in enumerate(groups.slices()):
+        dur = dur_all[sl]
+        first = int(groups.first[gi])
+        info = infos[int(iid[first])]
+        stack = info.stack
+        kind = kinds[int(kind_id[first])]
+        sizes = nb_all[sl]
+        sizes = sizes[sizes != NONE]
         blocked = float(dur.sum())
+        count = len(dur)
         rows.append(
             {
                 "kind": kind,
-                "category": evs[0][1],
+                "category": "memcpy" if ev.memcpy[first] else SYNC_CALLS.get(kind) or SYNC_OPS[kind],
                 "op": stack[-1] if stack else None,
                 "top_level_op": stack[0] if stack else None,
                 "op_stack": list(stack),
-                "source": source,
-                "count": len(evs),
-                "per_step": len(evs) / steps if steps else None,
+                "source": info.source,
+                "count": count,
+                "per_step": count / steps if steps else None,
                 "blocked_us": blocked,
-                "mean_us": blocked / len(evs),
+                "mean_us": blocked / count,
                 "max_us": float(dur.max()),
                 "share_pct": 100.0 * blocked / span if span else None,
-                "direction": direction,
-                "bytes": int(sum(sizes)) if sizes else None,
-                "max_bytes": max(sizes) if sizes else None,
+                "direction": directions[int(dir_id[first])],
+                "bytes": int(sizes.sum()) if len(sizes) else None,
+                "max_bytes": int(sizes.max()) if len(sizes) else None,
                 "in_steps": bool(steps),
                 "steps": steps,
             }
@@ -155,6 +186,10 @@ def sync_groups(ctx: Context) -> list[Row]:
     rows.sort(key=lambda r: -r["blocked_us"])
     return rows
 
+
+def _direction(copy_name: str) -> str | None:
+    m = _DIRECTION.match(copy_name)
+    return m.group(1) if m else None
 
 
 @capability("host_activity")

@@ -6,8 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from perflint.facts import Context, Row, fact
-from perflint.facts._common import steps_time_us, window_mask
-from perflint.metrics.tb_gpu import gpu_summary
+from perflint.facts._common import gpu_utilization, steps_time_us, window_mask
 from perflint.metrics.temporal import temporal_breakdown
 from perflint.model import KERNEL
 
@@ -49,7 +48,7 @@ def trace_row(ctx: Context) -> list[Row]:
             "steps_time_us": steps_time_us(ctx) if durs else None,
             "kernel_time_us": float(g.dur[kern].sum()),
             "kernel_count": int(kern.sum()),
-            "gpu_utilization_pct": gpu_summary(t)["utilization_pct"],
+            "gpu_utilization_pct": gpu_utilization(ctx),
             "idle_pct": temporal_breakdown(t)["idle_pct"],
             "has_steps": bool(t.steps),
             "has_device_properties": bool(t.devices),

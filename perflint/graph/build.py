@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import re
 import sys
+from typing import Callable, TypeVar
 
 import numpy as np
 
 from perflint.graph.intervals import enclosing, nest
 from perflint.model import NONE, OP_CPU, Step, Trace
 
+T = TypeVar("T")
 _STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 _PYFN_RE = re.compile(r"^(.*)\((\d+)\): (.*)$")
 # Top-level packages whose frames are framework plumbing, not where a user would fix their model.
@@ -118,30 +120,85 @@ def _link_forward(trace: Trace) -> None:
     strings = trace.strings
     is_bwd = has_seq & (ops.fwd_tid > 0)
     fwd_idx = np.flatnonzero(has_seq & ~is_bwd & (ops.kind == OP_CPU))
-    if len(fwd_idx) == 0:
+    bwd_idx = np.flatnonzero(is_bwd)
+    if len(fwd_idx) == 0 or len(bwd_idx) == 0:
         return
-    by_seq: dict[int, list[int]] = {}
-    for i in fwd_idx[np.lexsort((ops.ts[fwd_idx], -ops.depth[fwd_idx]))].tolist():
-        by_seq.setdefault(int(ops.seq[i]), []).append(i)  # deepest first
-    for i in np.flatnonzero(is_bwd).tolist():
-        cands = by_seq.get(int(ops.seq[i]))
-        if not cands:
-            continue
-        bname = strings[int(ops.name[i])].rsplit(": ", 1)[-1]
-        want = _canon(_BWD_SUFFIX.sub("", bname))
-        match = next((c for c in cands if _canon(strings[int(ops.name[c])]) == want), cands[0])
-        ops.fwd_op[i] = match
+    # Candidates per sequence number, deepest first (then by time, then by index).
+    cands = fwd_idx[np.lexsort((ops.ts[fwd_idx], -ops.depth[fwd_idx], ops.seq[fwd_idx]))]
+    c_seq = ops.seq[cands]
+    starts = np.concatenate(([True], c_seq[1:] != c_seq[:-1]))
+    first = np.flatnonzero(starts)  # each group's first (deepest) candidate
+    group = np.cumsum(starts) - 1
+    g_seq = c_seq[first]
+    b_seq = ops.seq[bwd_idx]
+    gi = np.minimum(np.searchsorted(g_seq, b_seq), len(g_seq) - 1)
+    found = g_seq[gi] == b_seq
+    bwd_idx, gi = bwd_idx[found], gi[found]
+    if len(bwd_idx) == 0:
+        return
+    # Canonical names, one string operation per distinct name id.
+    canon_id: dict[str, int] = {}
+    c_names, c_inv = np.unique(ops.name[cands], return_inverse=True)
+    c_canon = np.asarray(
+        [canon_id.setdefault(_canon(strings[n]), len(canon_id)) for n in c_names.tolist()], dtype=np.int64
+    )[c_inv.reshape(-1)]
+    b_names, b_inv = np.unique(ops.name[bwd_idx], return_inverse=True)
+    want = np.asarray(
+        [canon_id.get(_canon(_BWD_SUFFIX.sub("", strings[n].rsplit(": ", 1)[-1])), -1) for n in b_names.tolist()],
+        dtype=np.int64,
+    )[b_inv.reshape(-1)]
+    # The first candidate of the group whose canonical name is the wanted one, else the first.
+    width = len(canon_id) + 1
+    keys, at = np.unique(group * width + c_canon, return_index=True)
+    b_key = gi * width + want
+    k = np.minimum(np.searchsorted(keys, b_key), len(keys) - 1)
+    named = (keys[k] == b_key) & (want >= 0)
+    match = np.where(named, cands[at[k]], cands[first[gi]])
+    ops.fwd_op[bwd_idx] = match
+
+
+def _cached(trace: Trace, name: str, deps: tuple[object, ...], make: Callable[[], T]) -> T:
+    """A derived value kept in trace.cache while its sources are the same objects (ints: equal)."""
+    got = trace.cache.get(name)
+    if got is None or any(a is not b and not (type(a) is int and a == b) for a, b in zip(got[0], deps)):
+        got = (deps, make())
+        trace.cache[name] = got
+    return got[1]  # type: ignore[no-any-return]
+
+
+def _first_on_chain(parent: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """Per node: `value` of the nearest node on its chain to the root (itself first) whose value is
+    not NONE, else NONE. Pointer jumping: O(n log depth)."""
+    res = value.astype(np.int64)
+    nxt = np.where(res == NONE, parent, NONE).astype(np.int64)
+    live = np.flatnonzero(nxt != NONE)
+    while len(live):
+        j = nxt[live]
+        rj = res[j]
+        res[live] = rj
+        # Where j had no value, skip the stretch j already knows to be empty.
+        nxt[live] = np.where(rj == NONE, nxt[j], NONE)
+        live = live[nxt[live] != NONE]
+    return res
+
+
+def forward_ops(trace: Trace) -> np.ndarray:
+    """`forward_op` of every op (int64, NONE for forward ops), cached."""
+    ops = trace.ops
+    return _cached(trace, "_graph_forward", (ops.parent, ops.fwd_op), lambda: _first_on_chain(ops.parent, ops.fwd_op))
 
 
 def forward_op(trace: Trace, op: int) -> int:
     """The forward op a (possibly nested) backward op belongs to, or NONE."""
+    if op < 0:
+        return NONE
+    # Called per op by fact sources: the cache check is inlined (identity of the source arrays).
     ops = trace.ops
-    while op != NONE:
-        f = int(ops.fwd_op[op])
-        if f != NONE:
-            return f
-        op = int(ops.parent[op])
-    return NONE
+    got = trace.cache.get("_graph_forward_list")
+    if got is None or got[0] is not ops.parent or got[1] is not ops.fwd_op:
+        got = (ops.parent, ops.fwd_op, forward_ops(trace).tolist())
+        trace.cache["_graph_forward_list"] = got
+    return got[2][op]  # type: ignore[no-any-return]
 
 
 def _sources(trace: Trace) -> None:
@@ -230,20 +287,72 @@ def is_step_marker(trace: Trace, op: int) -> bool:
     return trace.s(int(trace.ops.name[op])).startswith("ProfilerStep#")
 
 
-def _stack_member(trace: Trace) -> list[bool]:
-    """Per op: a cpu_op that is not a ProfilerStep marker (cached like `_parents`)."""
+def _stack_member_array(trace: Trace) -> np.ndarray:
+    """Per op: a cpu_op that is not a ProfilerStep marker (cached while the columns are the same)."""
     ops = trace.ops
-    got = trace.cache.get("_graph_stack_member")
-    if got is None or got[0] is not ops.kind or got[1] is not ops.name or got[2] != len(trace.strings):
+
+    def make() -> np.ndarray:
         marker = np.asarray([s.startswith("ProfilerStep#") for s in trace.strings], dtype=bool)
-        member = (ops.kind == OP_CPU) & ~marker[ops.name] if len(ops) else np.zeros(0, dtype=bool)
-        got = (ops.kind, ops.name, len(trace.strings), member.tolist())
-        trace.cache["_graph_stack_member"] = got
-    return got[3]  # type: ignore[no-any-return]
+        return (ops.kind == OP_CPU) & ~marker[ops.name] if len(ops) else np.zeros(0, dtype=bool)
+
+    return _cached(trace, "_graph_stack_member_arr", (ops.kind, ops.name, len(trace.strings)), make)
+
+
+def _stack_links(trace: Trace) -> tuple[list[int], list[int]]:
+    """Per op: the nearest stack member on its chain (itself first), and per member its nearest
+    member ancestor, as lists (NONE where none): op_stack walks members only. The cache check is
+    inlined: op_stack runs once per launch site."""
+    ops = trace.ops
+    got = trace.cache.get("_graph_stack_links")
+    if (
+        got is None
+        or got[0] is not ops.parent
+        or got[1] is not ops.kind
+        or got[2] is not ops.name
+        or got[3] != len(trace.strings)
+    ):
+        member = _stack_member_array(trace)
+        near = _first_on_chain(ops.parent, np.where(member, np.arange(len(ops)), NONE))
+        up = np.full(len(ops), NONE, dtype=np.int64)
+        has = ops.parent != NONE
+        up[has] = near[ops.parent[has]]
+        got = (ops.parent, ops.kind, ops.name, len(trace.strings), near.tolist(), up.tolist())
+        trace.cache["_graph_stack_links"] = got
+    return got[4], got[5]
 
 
 def op_stack(trace: Trace, op: int) -> list[int]:
     """The op stack HTA reports: the cpu_op ancestors (no user annotations, no ProfilerStep
     markers, which old traces record as operators), outermost first."""
-    member = _stack_member(trace)
-    return [o for o in op_chain(trace, op) if member[o]]
+    if op == NONE:
+        return []
+    near, up = _stack_links(trace)
+    stack: list[int] = []
+    o = near[op]
+    while o != NONE:
+        stack.append(o)
+        o = up[o]
+    stack.reverse()
+    return stack
+
+
+def top_ops(trace: Trace) -> np.ndarray:
+    """Per op: `op_stack(trace, op)[0]`, the outermost stack member on its chain (NONE if none).
+    int64, cached; index it with an op array to get many launches' top-level ops at once."""
+    ops = trace.ops
+    member = _stack_member_array(trace)
+
+    def make() -> np.ndarray:
+        best = np.where(member, np.arange(len(ops)), NONE).astype(np.int64)
+        jp = ops.parent.astype(np.int64)
+        live = np.flatnonzero(jp != NONE)
+        while len(live):
+            j = jp[live]
+            bj = best[j]
+            # best[i]: the outermost member from i up to (not including) jp[i].
+            best[live] = np.where(bj != NONE, bj, best[live])
+            jp[live] = jp[j]
+            live = live[jp[live] != NONE]
+        return best
+
+    return _cached(trace, "_graph_top_ops", (ops.parent, member), make)

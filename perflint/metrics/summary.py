@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from perflint.graph.build import op_stack
+from perflint.graph.build import top_ops
 from perflint.metrics.kernels import CATEGORIES, SYNC_CATEGORY, classify
 from perflint.metrics.steps import analysis_steps
 from perflint.metrics.tb_gpu import gpu_summary
@@ -24,8 +24,18 @@ def top_level_op(trace: Trace, gpu_row: int) -> int:
     op = int(trace.runtime.op[r])
     if op == NONE:
         return NONE
-    stack = op_stack(trace, op)
-    return stack[0] if stack else NONE
+    return int(top_ops(trace)[op])
+
+
+def top_level_ops(trace: Trace, gpu_rows: np.ndarray) -> np.ndarray:
+    """`top_level_op` of many GPU rows at once (int64, NONE where unlinked)."""
+    out = np.full(len(gpu_rows), NONE, dtype=np.int64)
+    r = trace.gpu.launch[gpu_rows]
+    ok = np.flatnonzero(r != NONE)
+    op = trace.runtime.op[r[ok]]
+    has = op != NONE
+    out[ok[has]] = top_ops(trace)[op[has]]
+    return out
 
 
 def by_category(trace: Trace) -> dict[str, dict[str, float]]:
@@ -52,12 +62,16 @@ def top_kernels(trace: Trace, limit: int = TOP_KERNELS) -> list[dict[str, Any]]:
     out = []
     for u in order.tolist():
         rows = kern[inverse == u]
-        # The op that launched most of this kernel's time names it.
-        tops: dict[int, float] = {}
-        for r in rows.tolist():
-            top = top_level_op(trace, r)
-            tops[top] = tops.get(top, 0.0) + float(g.dur[r])
-        best = max(tops, key=lambda k: tops[k])
+        # The op that launched most of this kernel's time names it. bincount adds the durations in
+        # row order, as a Python loop would (same float result); ties go to the first op seen.
+        tops, first, tinv = np.unique(top_level_ops(trace, rows), return_index=True, return_inverse=True)
+        sums = np.bincount(tinv.reshape(-1), weights=g.dur[rows], minlength=len(tops))
+        if np.isnan(sums).any():  # max() over NaNs depends on visiting order: visit as the loop did
+            by_top = {int(tops[i]): float(sums[i]) for i in np.argsort(first, kind="stable").tolist()}
+            best = max(by_top, key=lambda k: by_top[k])
+        else:
+            tied = np.flatnonzero(sums == sums.max())
+            best = int(tops[tied[np.argmin(first[tied])]])
         out.append(
             {
                 "name": trace.s(int(names[u])),

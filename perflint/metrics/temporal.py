@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -58,28 +59,51 @@ class TemporalBreakdown:
         return 100.0 * us / self.kernel_time_us if self.kernel_time_us > 0 else None
 
 
-def _names_with(trace: Trace, ids: np.ndarray, needle: str) -> np.ndarray:
-    """String ids (among `ids`) whose text contains `needle`; one regex-free test per distinct id."""
-    uniq = np.unique(ids[ids >= 0])
-    return np.array([i for i in uniq.tolist() if needle in trace.strings[i]], dtype=np.int64)
+def _string_mask(trace: Trace, test: Callable[[str], bool]) -> np.ndarray:
+    """Boolean lookup table over string ids (one test per interned string, not per event)."""
+    return np.fromiter((test(s) for s in trace.strings), dtype=bool, count=len(trace.strings))
+
+
+def _name_hits(lut: np.ndarray, col: np.ndarray) -> np.ndarray:
+    """Rows of a string-id column whose id is set in `lut` (NONE and unknown ids: never)."""
+    if len(col) == 0 or len(lut) == 0:
+        return np.zeros(len(col), dtype=bool)
+    ok = (col >= 0) & (col < len(lut))
+    return ok & lut[np.where(ok, col, 0)]
+
+
+def _isin_int(values: np.ndarray, members: np.ndarray) -> np.ndarray:
+    """np.isin for integer arrays: a bitmap over the members' range when it is compact (correlation
+    ids are), else a sort and a binary search (np.isin's hashing costs more on large inputs)."""
+    if len(values) == 0 or len(members) == 0:
+        return np.zeros(len(values), dtype=bool)
+    lo, hi = int(members.min()), int(members.max())
+    if hi - lo <= max(32 * (len(values) + len(members)), 1 << 24):
+        table = np.zeros(hi - lo + 1, dtype=bool)
+        table[members - lo] = True
+        inside = (values >= lo) & (values <= hi)
+        return inside & table[np.where(inside, values - lo, 0)]
+    s = np.sort(members)
+    pos = np.minimum(np.searchsorted(s, values), len(s) - 1)
+    return s[pos] == values
 
 
 def hta_device_mask(trace: Trace) -> tuple[np.ndarray, bool]:
     """GPU-table rows HTA's temporal breakdown unions, and whether the last-step filter applied."""
     g = trace.gpu
     on_stream = g.stream != -1
-    step_ids = np.unique(
-        np.concatenate(
-            [_names_with(trace, col, "ProfilerStep") for col in (trace.ops.name, trace.pyfn.name, trace.runtime.name)]
-        )
-    )
-    if len(step_ids) <= 1:  # no step, or a single step name: HTA filters nothing
+    tables = (trace.ops, trace.pyfn, trace.runtime)
+    step_lut = _string_mask(trace, lambda s: "ProfilerStep" in s)
+    step_rows = [_name_hits(step_lut, tbl.name) for tbl in tables]
+    used = np.zeros(len(step_lut), dtype=bool)
+    for tbl, hit in zip(tables, step_rows):
+        used[tbl.name[hit]] = True
+    if int(used.sum()) <= 1:  # no step, or a single step name: HTA filters nothing
         return on_stream, False
-    starts = [tbl.ts[np.isin(tbl.name, step_ids)] for tbl in (trace.ops, trace.pyfn, trace.runtime)]
-    last_start = float(np.concatenate(starts).max())
+    last_start = float(np.concatenate([tbl.ts[hit] for tbl, hit in zip(tables, step_rows)]).max())
 
-    sync_ids = np.array([i for i in np.unique(g.name).tolist() if trace.s(i) in _SYNC_NAMES], dtype=np.int64)
-    gpu_row = ((g.stream >= 0) & (g.correlation >= 0)) | np.isin(g.name, sync_ids)
+    sync_lut = _string_mask(trace, lambda s: s in _SYNC_NAMES)
+    gpu_row = ((g.stream >= 0) & (g.correlation >= 0)) | _name_hits(sync_lut, g.name)
     # Correlation ids of the kept CPU-side rows: runtime calls, plus activities HTA does not count as
     # GPU rows (no stream or no correlation); CPU ops carry none, which HTA reads as -1.
     kept_rt = trace.runtime.correlation[trace.runtime.ts < last_start]
@@ -87,8 +111,7 @@ def hta_device_mask(trace: Trace) -> tuple[np.ndarray, bool]:
     corrs = [kept_rt, g.correlation[kept_cpu_gpu_table]]
     if (trace.ops.ts < last_start).any() or (trace.pyfn.ts < last_start).any():
         corrs.append(np.array([NONE], dtype=np.int64))
-    kept_corr = np.unique(np.concatenate(corrs))
-    kept = np.where(gpu_row, np.isin(g.correlation, kept_corr), kept_cpu_gpu_table)
+    kept = np.where(gpu_row, _isin_int(g.correlation, np.concatenate(corrs)), kept_cpu_gpu_table)
     return kept & on_stream, True
 
 

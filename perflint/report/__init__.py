@@ -6,8 +6,9 @@ formats through the `perflint.reporters` entry-point group.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from perflint.findings import RunResult
 
@@ -22,27 +23,46 @@ class ReportOptions:
 Reporter = Callable[[RunResult, ReportOptions], str]
 
 
-def _registry() -> dict[str, Reporter]:
-    from perflint.report.json_report import render_json
-    from perflint.report.text import render_text
-
-    reg: dict[str, Reporter] = {"text": render_text, "json": render_json}
-    for mod, fn, name in (
-        ("perflint.report.junit", "render_junit", "junit"),
-        ("perflint.report.markdown", "render_markdown", "markdown"),
-        ("perflint.report.sarif", "render_sarif", "sarif"),
-        ("perflint.report.github", "render_github", "github"),
-    ):
-        try:
-            module = __import__(mod, fromlist=[fn])
-        except ModuleNotFoundError:
-            continue
-        reg[name] = getattr(module, fn)
-    from importlib.metadata import entry_points
-
-    for ep in entry_points(group="perflint.reporters"):
-        reg[ep.name] = ep.load()
-    return reg
+_BUILTIN: dict[str, tuple[str, str]] = {
+    "text": ("perflint.report.text", "render_text"),
+    "json": ("perflint.report.json_report", "render_json"),
+    "junit": ("perflint.report.junit", "render_junit"),
+    "markdown": ("perflint.report.markdown", "render_markdown"),
+    "sarif": ("perflint.report.sarif", "render_sarif"),
+    "github": ("perflint.report.github", "render_github"),
+}
 
 
-REPORTERS: dict[str, Reporter] = _registry()
+class _Registry(Mapping[str, Reporter]):
+    """Format name -> renderer, imported on first use: a run renders one or two formats, and
+    importing all of them (junit_xml, the SARIF model) is start-up time every run pays."""
+
+    def __init__(self) -> None:
+        from importlib.metadata import entry_points
+
+        self._spec: dict[str, Any] = dict(_BUILTIN)
+        for ep in entry_points(group="perflint.reporters"):
+            self._spec[ep.name] = ep
+        self._loaded: dict[str, Reporter] = {}
+
+    def __getitem__(self, name: str) -> Reporter:
+        got = self._loaded.get(name)
+        if got is None:
+            spec = self._spec[name]
+            if isinstance(spec, tuple):
+                import importlib
+
+                got = getattr(importlib.import_module(spec[0]), spec[1])
+            else:
+                got = spec.load()
+            self._loaded[name] = got
+        return got  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._spec)
+
+    def __len__(self) -> int:
+        return len(self._spec)
+
+
+REPORTERS: Mapping[str, Reporter] = _Registry()

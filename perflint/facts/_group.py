@@ -1,0 +1,118 @@
+"""Vectorized grouping for fact sources: rows are grouped by integer key columns with numpy and
+Python runs once per group, never once per event.
+
+Groups are numbered by first appearance, so iterating them reproduces a dict filled row by row
+(fact rows sort stably by time, ties keep that order). A group's rows keep their original order,
+so `v[sl].sum()` over a group's slice of `v[order]` adds the same values in the same order (same
+float result) as `v[idx].sum()` over the group's row indices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import TypeVar
+
+import numpy as np
+
+K = TypeVar("K", bound=Hashable)
+
+_LIMIT = 1 << 62
+
+
+def _dense(col: np.ndarray) -> tuple[np.ndarray, int]:
+    """Non-negative codes for a column and their range: an offset when the values are dense
+    enough, else their ranks (a sort)."""
+    lo, hi = int(col.min()), int(col.max())
+    span = hi - lo + 1
+    if span <= 4 * len(col) + 1024:
+        return col.astype(np.int64) - lo, span
+    u, inv = np.unique(col, return_inverse=True)
+    return inv.astype(np.int64), len(u)
+
+
+def factorize(cols: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Group id of each row (0.. in order of first appearance) and each group's first row."""
+    n = len(cols[0]) if cols else 0
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    code = np.zeros(n, dtype=np.int64)
+    card = 1
+    for col in cols:
+        c, span = _dense(np.asarray(col))
+        if card * span >= _LIMIT:  # re-rank the codes so far (at most n of them)
+            u, code = np.unique(code, return_inverse=True)
+            code, card = code.astype(np.int64).reshape(-1), len(u)
+        code = code * span + c
+        card *= span
+    _, first, inv = np.unique(code, return_index=True, return_inverse=True)
+    rank = np.argsort(first, kind="stable")
+    renum = np.empty(len(first), dtype=np.int64)
+    renum[rank] = np.arange(len(first))
+    return renum[inv.reshape(-1)], first[rank]
+
+
+class Groups:
+    """Rows grouped by key columns; groups in order of first appearance."""
+
+    def __init__(self, *cols: np.ndarray) -> None:
+        self.gid, self.first = factorize(cols)
+        self.order = np.argsort(self.gid, kind="stable")
+        counts = np.bincount(self.gid, minlength=len(self.first))
+        self.counts = counts
+        self.bounds = np.concatenate(([0], np.cumsum(counts))).tolist()
+
+    def __len__(self) -> int:
+        return len(self.first)
+
+    def slices(self) -> list[slice]:
+        b = self.bounds
+        return [slice(b[i], b[i + 1]) for i in range(len(self.first))]
+
+
+def dense_ids(items: Iterable[K]) -> tuple[np.ndarray, dict[K, int]]:
+    """Ids for hashable items (equal items, equal ids), numbered by first appearance."""
+    table: dict[K, int] = {}
+    ids = [table.setdefault(x, len(table)) for x in items]
+    return np.asarray(ids, dtype=np.int64), table
+
+
+def present_ids(col: np.ndarray) -> list[int]:
+    """Distinct non-negative ids in an int column, ascending (a bincount, not a sort)."""
+    col = np.asarray(col)
+    if len(col) == 0:
+        return []
+    ok = col[col >= 0]
+    if len(ok) == 0:
+        return []
+    return np.flatnonzero(np.bincount(ok)).tolist()
+
+
+def id_table(col: np.ndarray, fn: Callable[[int], object], dtype: type = np.int64, fill: object = -1) -> np.ndarray:
+    """Array indexed by id (shifted by one so NONE = -1 maps to slot 0) of fn(id) for the ids in `col`
+    (string ids or NONE, never below -1); `table[col + 1]` then maps a whole column at once."""
+    col = np.asarray(col)
+    size = int(col.max()) + 2 if len(col) else 1
+    out = np.full(size, fill, dtype=dtype)
+    for i in present_ids(col):
+        out[i + 1] = fn(i)
+    return out
+
+
+def labels(col: np.ndarray, fn: Callable[[int], K]) -> tuple[np.ndarray, list[K]]:
+    """fn over an int column of ids (NONE = -1 included, never below), called once per distinct id:
+    per row the index of its value in the returned list of distinct values (equal values share one)."""
+    col = np.asarray(col)
+    if len(col) == 0:
+        return np.zeros(0, dtype=np.int64), []
+    table = np.zeros(int(col.max()) + 2, dtype=np.int64)
+    index: dict[K, int] = {}
+    ids = ([-1] if (col < 0).any() else []) + present_ids(col)
+    for i in ids:
+        table[i + 1] = index.setdefault(fn(i), len(index))
+    return table[col + 1], list(index)
+
+
+def sums(ids: np.ndarray, weights: np.ndarray, n: int) -> np.ndarray:
+    """Per id, the weights added in row order starting from 0.0 (what a `total += w` loop over
+    the rows gives, bit for bit). float64 even when there are no rows (bincount then gives ints)."""
+    return np.bincount(ids, weights=weights, minlength=n).astype(np.float64, copy=False)
