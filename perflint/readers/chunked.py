@@ -2,6 +2,12 @@
 
 The array is cut at event boundaries (`}` `,` `{`, whitespace allowed around the comma) and each
 slice is decoded as `[slice]` into event structs, turned into columns and dropped before the next.
+Slices are small (SUB_BYTES, a few thousand events: their objects are still in the CPU cache when
+the columns are read) and decoded with the strict schema first (kineto_schema.StrictEvent), the
+lenient one when it refuses. For the parallel reader, `plan_iter` cuts the array into a few big
+slices per worker (each decoded as sub-slices by `decode_range`), also for a buffer still being
+filled (a streamed .gz).
+
 A cut that falls inside an event (the pattern inside a string or a nested object) leaves an
 unbalanced slice that cannot decode, so the slice is grown to the next boundary and retried: a
 slice that decodes is exactly a run of whole events. Anything unexpected (no traceEvents key found
@@ -18,18 +24,25 @@ import mmap
 import os
 import re
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Union
 
 import msgspec
 
-from perflint.readers.kineto_schema import DECODER, EVENTS_DECODER, Event, TraceFile
+from perflint.readers.kineto_schema import DECODER, EVENTS_DECODER, STRICT_EVENTS_DECODER, Event, StrictSlice, TraceFile
+from perflint.readers.source import MappedFile
 
 DEFAULT_CHUNK_BYTES = 32 << 20
+# Slices are decoded this small, whatever the chunk size: a slice's event objects are still in
+# the CPU cache when its columns are read, and the allocator reuses the same memory for the next.
+SUB_BYTES = 256 << 10
 MIN_CHUNK_BYTES = 64
 _WS = b" \t\r\n"
 _KEY_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
 _HEAD_SCAN = 1 << 20  # traceEvents comes after device properties: well within the first MB
 _TAIL_TRIES = 4096
+
+# A slice's events: strictly typed, or the lenient structs (ColumnBuilder.add takes both).
+Events = Union[list[Event], StrictSlice]
 
 # Called with (bytes done, bytes total) after each slice; the pipeline sets it for a TTY progress bar.
 PROGRESS: Callable[[int, int], None] | None = None
@@ -48,6 +61,9 @@ def chunk_bytes() -> int:
 
 class _Fallback(Exception):
     """The slicing could not be trusted: decode the whole file instead."""
+
+
+Fallback = _Fallback  # for the parallel reader, which drives `plan_iter` itself
 
 
 def _array_start(buf: Any, n: int) -> int | None:
@@ -91,14 +107,21 @@ def _wrap(buf: Any, lo: int, hi: int) -> bytearray:
         with memoryview(out) as mv:
             read_range(lo, hi, mv[1:-1])
     else:
-        out[1:-1] = buf[lo:hi]
+        with memoryview(buf) as mv:  # one copy, not a slice and then a copy of it
+            out[1:-1] = mv[lo:hi]
     out[-1] = 0x5D
     return out
 
 
-def _decode_events(buf: Any, lo: int, hi: int) -> list[Event] | None:
+def _decode_events(buf: Any, lo: int, hi: int) -> Events | None:
+    """The slice's events: strictly typed when the strict schema takes them (see kineto_schema)."""
+    data = _wrap(buf, lo, hi)
     try:
-        return EVENTS_DECODER.decode(_wrap(buf, lo, hi))
+        return StrictSlice(STRICT_EVENTS_DECODER.decode(data), lambda: EVENTS_DECODER.decode(data))
+    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
+        pass  # the lenient decode decides: odd values, a false boundary or bad JSON
+    try:
+        return EVENTS_DECODER.decode(data)
     except msgspec.ValidationError:
         raise _Fallback from None  # a real type error: the whole-file decode words it
     except (msgspec.DecodeError, UnicodeDecodeError):
@@ -109,7 +132,8 @@ class _Releaser:
     """Drops already-processed pages of an mmap from the resident set."""
 
     def __init__(self, buf: Any) -> None:
-        self.mm = buf if isinstance(buf, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED") else None
+        # Only a mapped file: its released pages read back from the file; an anonymous map's are lost.
+        self.mm = buf if isinstance(buf, MappedFile) and hasattr(mmap, "MADV_DONTNEED") else None
         self.done = 0
 
     def upto(self, pos: int) -> None:
@@ -125,7 +149,7 @@ class _Releaser:
             self.done = end
 
 
-def iter_slices(buf: Any, size: int | None = None) -> Iterator[list[Event]] | None:
+def iter_slices(buf: Any, size: int | None = None) -> Iterator[Events] | None:
     """Event lists of consecutive slices of the traceEvents array; None if the layout is unknown.
 
     The generator raises `_Fallback` when the slicing fails; `read_sliced` handles it.
@@ -134,7 +158,7 @@ def iter_slices(buf: Any, size: int | None = None) -> Iterator[list[Event]] | No
     start = _array_start(buf, n)
     if start is None:
         return None
-    return _slices(buf, n, start, size or chunk_bytes())
+    return _slices(buf, n, start, min(size or chunk_bytes(), SUB_BYTES))
 
 
 def _slices(buf: Any, n: int, start: int, size: int) -> Iterator[Any]:
@@ -193,47 +217,115 @@ def _last(buf: Any, n: int, start: int, pos: int) -> Any:
     raise _Fallback
 
 
-def plan(buf: Any, size: int) -> tuple[int, list[tuple[int, int]], int] | None:
+def plan(buf: Any, size: int, parts: int = 0) -> tuple[int, list[tuple[int, int]], int] | None:
     """For parallel decoding: (array start, [(lo, hi)] slices before the last, where the last begins).
 
-    The cuts are found by scanning, not yet proven by decoding (the workers decode them; a slice that
-    fails sends the caller back to `read_sliced`)."""
-    n = len(buf)
-    start = _array_start(buf, n)
-    if start is None:
+    The slices are about equal, at most `size` bytes and at least `parts` of them (so that
+    workers finish together); the last, decoded with the metadata by the caller, is at most
+    one sub-slice. The cuts are found by scanning, not yet proven by decoding (the workers
+    decode them; a slice that fails sends the caller back to `read_sliced`)."""
+    planned = plan_iter(buf, size, parts)
+    if planned is None:
         return None
-    pos = start + 1
-    ranges: list[tuple[int, int]] = []
-    while pos + size < n:
-        k = _boundary(buf, pos, pos + size)
-        if k < 0:
-            return None
-        ranges.append((pos, k + 1))
-        pos = k + 1
-        while buf[pos] != 0x2C:
-            pos += 1
-        pos += 1
-    return start, ranges, pos
-
-
-def decode_range(buf: Any, lo: int, hi: int) -> list[Event] | None:
-    """The events of one planned slice, None if the cut was false (or the JSON invalid)."""
+    start, cuts = planned
     try:
-        return _decode_events(buf, lo, hi)
+        ranges = list(cuts)
     except _Fallback:
         return None
+    return start, ranges, after(buf, ranges[-1][1]) if ranges else start + 1
 
 
-def last_slice(buf: Any, start: int, pos: int) -> tuple[list[Event], TraceFile | None] | None:
+def plan_iter(
+    buf: Any, size: int, parts: int = 0, n: int | None = None, fill: Callable[[int], bool] | None = None
+) -> tuple[int, Iterator[tuple[int, int]]] | None:
+    """`plan` one cut at a time, for a buffer still being filled: `n` is its final length and
+    `fill(upto)` makes the first `upto` bytes available (False: they never will be). The
+    iterator raises _Fallback when no cut can be made."""
+    if n is None:
+        n = len(buf)
+    if fill is not None and not fill(min(n, _HEAD_SCAN + 64)):
+        return None
+    try:
+        start = _array_start(buf, n if fill is None else min(n, _HEAD_SCAN + 64))
+    except LookupError:  # a stream's ring too small for the head scan
+        return None
+    if start is None:
+        return None
+    return start, _cuts(buf, n, start, size, parts, fill)
+
+
+def _cuts(buf: Any, n: int, start: int, size: int, parts: int, fill: Callable[[int], bool] | None) -> Iterator[tuple[int, int]]:
+    pos = start + 1
+    end = n - min(size, SUB_BYTES)
+    if end <= pos:
+        return
+    count = max(parts, -(-(end - pos) // size))
+    step = (end - pos) / count
+    for i in range(1, count + 1):
+        target = min(end, start + 1 + int(step * i))
+        if fill is not None and not fill(target):
+            raise _Fallback
+        k = _boundary(buf, pos, target)
+        if k < 0:
+            if pos > start + 1:
+                return  # an event longer than a slice: the last slice takes the rest
+            raise _Fallback
+        yield pos, k + 1
+        pos = after(buf, k + 1)
+
+
+def after(buf: Any, hi: int) -> int:
+    """Where the slice after one ending at `hi` begins: past the comma."""
+    while buf[hi] != 0x2C:
+        hi += 1
+    return hi + 1
+
+
+def _range_slices(buf: Any, lo: int, hi: int, size: int) -> Iterator[Events]:
+    """The sub-slices of one planned slice [lo, hi); _Fallback if a piece never decodes."""
+    pos = lo
+    while True:
+        cut = pos + size
+        while True:
+            if cut >= hi:
+                events = _decode_events(buf, pos, hi)
+                if events is None:
+                    raise _Fallback  # the planned cut itself was false
+                yield events
+                return
+            k = _boundary(buf, pos, cut)
+            if k >= 0:
+                events = _decode_events(buf, pos, k + 1)
+                if events is not None:
+                    yield events
+                    del events
+                    pos = after(buf, k + 1)
+                    break
+            cut += size  # no boundary, or a false one: grow the piece
+
+
+def decode_range(buf: Any, lo: int, hi: int, add: Callable[[Events], None]) -> bool:
+    """Feed the events of one planned slice to `add`, a sub-slice at a time; False if the cut
+    was false (or the JSON invalid)."""
+    try:
+        for events in _range_slices(buf, lo, hi, SUB_BYTES):
+            add(events)
+            del events
+    except _Fallback:
+        return False
+    return True
+
+
+def last_slice(buf: Any, start: int, pos: int, n: int | None = None) -> tuple[Events, TraceFile | None] | None:
     """The final slice and the metadata document; None: use the whole-file path."""
     try:
-        _, events, doc = _last(buf, len(buf), start, pos)
+        _, events, doc = _last(buf, len(buf) if n is None else n, start, pos)
     except _Fallback:
         return None
     return events, (None if isinstance(doc, list) else doc)
 
 
-def read_sliced(buf: Any, add: Callable[[list[Event]], None], size: int | None = None) -> tuple[bool, TraceFile | None]:
+def read_sliced(buf: Any, add: Callable[[Events], None], size: int | None = None) -> tuple[bool, TraceFile | None]:
     """Feed each slice's events to `add`. Returns (ok, metadata doc); ok False: use the whole-file path."""
     it = iter_slices(buf, size)
     if it is None:
@@ -250,4 +342,4 @@ def read_sliced(buf: Any, add: Callable[[list[Event]], None], size: int | None =
     return False, None
 
 
-__all__ = ["DEFAULT_CHUNK_BYTES", "PROGRESS", "chunk_bytes", "decode_range", "last_slice", "plan", "read_sliced"]
+__all__ = ["DEFAULT_CHUNK_BYTES", "PROGRESS", "Fallback", "after", "chunk_bytes", "decode_range", "last_slice", "plan", "plan_iter", "read_sliced"]

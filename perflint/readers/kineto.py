@@ -33,53 +33,30 @@ from perflint.model import (
     RuntimeTable,
     Trace,
 )
-from perflint.readers.chunked import chunk_bytes, decode_range, last_slice, plan, read_sliced
-from perflint.readers.kineto_schema import DECODER, DEFAULT_ARGS, Args, Event, TraceFile
-from perflint.readers.source import open_source
-
-C_OP, C_ANN, C_PYFN, C_RT, C_KERNEL, C_MEMCPY, C_MEMSET, C_SYNC, C_CPR = range(1, 10)
-
-_CATS = {
-    "cpu_op": C_OP,
-    "operator": C_OP,
-    "user_annotation": C_ANN,
-    "python_function": C_PYFN,
-    "cuda_runtime": C_RT,
-    "runtime": C_RT,
-    "cuda_driver": C_RT,
-    "mtia_runtime": C_RT,
-    "hip_runtime": C_RT,
-    "kernel": C_KERNEL,
-    "mtia_ccp_events": C_KERNEL,
-    "gpu_memcpy": C_MEMCPY,
-    "memcpy": C_MEMCPY,
-    "gpu_memset": C_MEMSET,
-    "memset": C_MEMSET,
-    "cuda_sync": C_SYNC,
-    "cuda_profiler_range": C_CPR,
-}
-CATEGORY_CODES: dict[Any, int] = dict(_CATS)
-for _k, _v in _CATS.items():
-    CATEGORY_CODES[_k.capitalize()] = _v
-    CATEGORY_CODES[_k.upper()] = _v
+from perflint.readers import chunked
+from perflint.readers.chunked import Fallback, after, chunk_bytes, decode_range, last_slice, plan_iter, read_sliced
+from perflint.readers.fast_add import StrictMiss, add_strict
+from perflint.readers.kineto_codes import (  # noqa: F401 (re-exported: the reader's public constants)
+    C_ANN,
+    C_CPR,
+    C_KERNEL,
+    C_MEMCPY,
+    C_MEMSET,
+    C_OP,
+    C_PYFN,
+    C_RT,
+    C_SYNC,
+    CATEGORY_CODES,
+    MEM_CODE as _MEM,
+    TRACE_CODE as _TRACE,
+    code_of as _code_of,
+    int_or as _int_or,
+)
+from perflint.readers.kineto_schema import DECODER, DEFAULT_ARGS, STRICT_DECODER, Args, Event, StrictSlice, TraceFile
+from perflint.readers.source import GzipStream, Unavailable, open_source, read_bytes
 
 MAX_DUR_US = 7 * 24 * 3600 * 1e6  # HTA drops events longer than 7 days as corrupt
-_STREAM_RE = re.compile(r"(\d+)")
 _RANK_RE = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
-
-
-def _int_or(x: Any, default: int = NONE) -> int:
-    if x is None or isinstance(x, bool):
-        return default
-    if isinstance(x, int):
-        return x
-    if isinstance(x, float) and x == x:
-        return int(x)
-    if isinstance(x, str):
-        m = _STREAM_RE.search(x)
-        if m:
-            return int(m.group(1))
-    return default
 
 
 def _num_or_nan(x: Any) -> float:
@@ -485,27 +462,11 @@ def finish_trace(
 # The reference loop above appends event by event; this builder does the same work one field at
 # a time over the events of one class (list comprehensions and numpy), slice by slice, and gives
 # identical tables: string and thread ids are renumbered at the end into the reference loop's
-# first-encounter order.
+# first-encounter order. Slices decoded with the strict schema (a StrictSlice) go to
+# fast_add.add_strict, which gives the same tables from values already in their final types.
 
-_TRACE = 10  # an X event of category "Trace": maybe the profiler's own span
-_MEM = 11  # an instant event: maybe a [memory] record
 _NAN = float("nan")
 _Z3 = (0, 0, 0)
-
-
-def _code_of(ph: Any, cat: Any) -> int:
-    if ph == "X":
-        if cat.__class__ is not str:
-            return 0
-        code = CATEGORY_CODES.get(cat)
-        if code is None:
-            code = CATEGORY_CODES.get(cat.lower())
-            if code is None:
-                return _TRACE if cat == "Trace" else 0
-        return code
-    if ph == "i" or ph == "I":
-        return _MEM
-    return 0
 
 
 def _ints(vals: list[Any], default: int = NONE) -> list[Any]:
@@ -551,10 +512,44 @@ class _Table:
             return np.zeros((0, width) if width else 0, dtype=dtype)
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
+    def compact(self) -> tuple[dict[str, list[np.ndarray]], list[np.ndarray]]:
+        """The parts joined (one array per column: fewer, bigger objects to pickle)."""
+        if len(self.pos) > 1:
+            self.cols = {k: [np.concatenate(v)] for k, v in self.cols.items()}
+            self.pos = [np.concatenate(self.pos)]
+        return self.cols, self.pos
+
     def positions(self) -> np.ndarray:
         if not self.pos:
             return np.zeros(0, dtype=np.int64)
         return self.pos[0] if len(self.pos) == 1 else np.concatenate(self.pos)
+
+
+class _StringIds(dict):  # type: ignore[type-arg]
+    """String id by key (str, or bytes of raw JSON); a new key gets the next id. None and b""
+    (no value, an absent Input Dims) are seeded as NONE for the strict builder's lookups."""
+
+    def __init__(self, strings: list[str]) -> None:
+        super().__init__({None: NONE, b"": NONE})
+        self.strings = strings
+
+    def __missing__(self, k: Any) -> int:
+        sid = self[k] = len(self.strings)
+        self.strings.append(k if k.__class__ is str else k.decode("utf-8", "replace"))
+        return sid
+
+
+class _ThreadIds(dict):  # type: ignore[type-arg]
+    """Thread id by (pid, tid); a new key gets the next id and its text."""
+
+    def __init__(self, threads: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.threads = threads
+
+    def __missing__(self, k: Any) -> int:
+        t = self[k] = len(self.threads)
+        self.threads.append((str(k[0]), str(k[1])))
+        return t
 
 
 class ColumnBuilder:
@@ -563,9 +558,9 @@ class ColumnBuilder:
     def __init__(self, path: str) -> None:
         self.path = path
         self.strings: list[str] = []
-        self.ids: dict[Any, int] = {}
-        self.thread_ids: dict[Any, int] = {}
+        self.ids: dict[Any, int] = _StringIds(self.strings)
         self.threads: list[tuple[str, str]] = []
+        self.thread_ids: dict[Any, int] = _ThreadIds(self.threads)
         self.memo: dict[Any, int] = {}
         self.n_events = 0
         self.ops, self.rt, self.gpu, self.pyfn, self.mem = _Table(), _Table(), _Table(), _Table(), _Table()
@@ -617,7 +612,13 @@ class ColumnBuilder:
         return _arr(self.path, what, values, dtype)
 
     # -- one slice -------------------------------------------------------------------------
-    def add(self, events: list[Event]) -> None:
+    def add(self, events: list[Event] | StrictSlice) -> None:
+        if isinstance(events, StrictSlice):
+            try:
+                add_strict(self, events.events)
+                return
+            except StrictMiss:
+                events = events.redo()
         base = self.n_events
         n = len(events)
         self.n_events += n
@@ -757,11 +758,12 @@ class ColumnBuilder:
         """Picklable state of a builder that saw one slice (local string and thread ids)."""
         keys: list[Any] = [None] * len(self.strings)
         for k, v in self.ids.items():
-            keys[v] = k
+            if v >= 0:  # not the seeded "missing" keys
+                keys[v] = k
         tkeys: list[Any] = [None] * len(self.threads)
         for k, v in self.thread_ids.items():
             tkeys[v] = k
-        tables = {t: (getattr(self, t).cols, getattr(self, t).pos) for t in ("ops", "rt", "gpu", "pyfn", "mem")}
+        tables = {t: getattr(self, t).compact() for t in ("ops", "rt", "gpu", "pyfn", "mem")}
         return {
             "keys": keys, "strings": self.strings, "tkeys": tkeys, "threads": self.threads, "tables": tables,
             "cpr": self.cpr, "cpr_pos": self.cpr_pos, "span": self.profiler_span, "n": self.n_events,
@@ -808,14 +810,12 @@ class ColumnBuilder:
         """Map old id -> id in first-encounter order over (event position, field rank); None if unchanged."""
         if n == 0:
             return None
-        first = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+        # One slot more: the NONE (-1) ids land in it, and it is dropped.
+        first = np.full(n + 1, np.iinfo(np.int64).max, dtype=np.int64)
         for ids, pos, rank in cols:
-            if len(ids) == 0:
-                continue
-            u, at = np.unique(ids, return_index=True)
-            keep = u != NONE
-            np.minimum.at(first, u[keep], pos[at[keep]] * 4 + rank)
-        order = np.argsort(first, kind="stable")
+            if len(ids):
+                np.minimum.at(first, ids, pos * 4 + rank)
+        order = np.argsort(first[:n], kind="stable")
         if (order == np.arange(n)).all():
             return None
         lut = np.empty(n + 1, dtype=np.int32)
@@ -1020,6 +1020,13 @@ def build_trace(path: str, events: list[Event], doc: TraceFile | None, data: byt
 # Worker processes for the slices of one big file (the pipeline sets it from --jobs).
 READ_WORKERS = 0  # 0: all cores
 _WORK_BUF: Any = None  # the parent's mapped file, inherited by the forked workers
+# Slices per worker: equal slices handed out in turn, so the workers finish close together.
+RANGES_PER_WORKER = 6
+# A streamed .gz: smaller slices, so that its ring (a few slices per worker) stays small.
+STREAM_RANGES_PER_WORKER = 12
+# Files above this go through the slicer even when one slice would hold them: small slices
+# decode and build faster (their objects stay in the CPU cache; see chunked.SUB_BYTES).
+SLICED_MIN_BYTES = 1 << 20
 
 
 def _read_workers(n_slices: int) -> int:
@@ -1037,60 +1044,126 @@ def _read_workers(n_slices: int) -> int:
 def _slice_worker(args: tuple[str, int, int]) -> Any:
     path, lo, hi = args
     gc.disable()
-    events = decode_range(_WORK_BUF, lo, hi)
-    if events is None:
-        return None
     builder = ColumnBuilder(path)
     try:
-        builder.add(events)
+        if not decode_range(_WORK_BUF, lo, hi, builder.add):
+            return None
     except InputError as exc:  # PerflintError does not pickle: send its parts
         return ("error", exc.source, exc.problem)
-    del events
     return builder.export()
 
 
 def _read_parallel(path: str, data: Any, size: int) -> Trace | None:
     """Slices decoded and turned into columns in forked workers, merged in file order here.
-    None when it cannot be done (then the sequential slicer runs)."""
-    global _WORK_BUF
-    planned = plan(data, size)
-    if planned is None or len(planned[1]) < 2:
-        return None
-    start, ranges, last_pos = planned
-    workers = _read_workers(len(ranges))
+    None when it cannot be done (then the sequential slicer runs).
+
+    `data` may be a GzipStream: each slice is handed out as soon as it is decompressed, into a
+    ring that holds a few slices per worker (a slice is merged before its bytes are reused)."""
+    stream = data if isinstance(data, GzipStream) else None
+    n = stream.size if stream is not None else len(data)
+    workers = _read_workers(max(1, n // size))
     if workers < 2:
         return None
+    parts = (RANGES_PER_WORKER if stream is None else STREAM_RANGES_PER_WORKER) * workers
+    if stream is not None and not stream.use_ring((2 * workers + 2) * min(size, n // parts + 1)):
+        return None
+    planned = plan_iter(data, size, parts, n, stream.fill if stream is not None else None)
+    if planned is None:
+        return None
+    start, cuts = planned
+    if stream is None:  # a plain buffer: all cuts first (fewer than two: the slicer does better)
+        try:
+            ranges = list(cuts)
+        except Fallback:
+            return None
+        if len(ranges) < 2:
+            return None
+        cuts = iter(ranges)
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    from perflint.readers import chunked
-
+    global _WORK_BUF
     _WORK_BUF = data
     builder = ColumnBuilder(path)
+    pending: list[tuple[int, int, Any]] = []
+    next_pos = start + 1  # where the slice being cut (or the last one) begins
+
+    def merge_first() -> None:
+        """Merge the oldest slice (waiting for it); Fallback if its cut was false."""
+        lo, hi, fut = pending.pop(0)
+        st = fut.result()
+        if st is None:
+            raise Fallback
+        if isinstance(st, tuple):
+            raise InputError(st[1], st[2])
+        builder.merge(st)
+        del st
+        if stream is not None:
+            stream.floor = pending[0][0] if pending else next_pos
+        if chunked.PROGRESS is not None:
+            chunked.PROGRESS(hi, n)
+
+    def make_room(floor: int) -> bool:
+        """The ring needs the bytes below `floor`: merge the slices that live there."""
+        try:
+            while stream is not None and stream.floor < floor and pending:
+                merge_first()
+        except Fallback:
+            return False
+        return stream is not None and stream.floor >= floor
+
+    if stream is not None:
+        stream.floor, stream.make_room = next_pos, make_room
     try:
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            futures = [pool.submit(_slice_worker, (path, lo, hi)) for lo, hi in ranges]
-            last = last_slice(data, start, last_pos)  # meanwhile, here
-            for (lo, hi), fut in zip(ranges, futures):
-                st = fut.result()
-                if st is None or last is None:
-                    for f in futures:
-                        f.cancel()
-                    return None
-                if isinstance(st, tuple):
-                    raise InputError(st[1], st[2])
-                builder.merge(st)
-                del st
-                if chunked.PROGRESS is not None:
-                    chunked.PROGRESS(hi, len(data))
+            try:
+                for lo, hi in cuts:
+                    pending.append((lo, hi, pool.submit(_slice_worker, (path, lo, hi))))
+                    next_pos = after(data, hi)
+                    while pending and pending[0][2].done():
+                        merge_first()
+                if stream is not None and not stream.finish():
+                    raise Fallback
+                # Meanwhile, here: the last slice and the metadata around the array.
+                last = last_slice(data, start, next_pos, n)
+                if last is None:
+                    raise Fallback
+                while pending:
+                    merge_first()
+            except (Fallback, Unavailable):
+                for _, _, f in pending:
+                    f.cancel()
+                return None
     except (OSError, RuntimeError, AssertionError):  # no processes here (sandbox, daemonic parent)
         return None
     finally:
         _WORK_BUF = None
+        if stream is not None:
+            stream.make_room = None
     events, doc = last
     builder.add(events)
     del events
+    if stream is not None:
+        return builder.finish(doc, lambda: read_bytes(path))  # the ring holds only the end
     return builder.finish(doc, lambda: bytes(data))
+
+
+def _read_whole(path: str, data: bytes) -> Trace:
+    """The whole document in one decode: strictly typed when the strict schema takes it."""
+    try:
+        doc: Any = STRICT_DECODER.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
+        events, doc = decode(path, data)  # the lenient decode words any error
+        return build_trace(path, events, doc, data)
+    if isinstance(doc, list):
+        events, doc = doc, None
+    else:
+        events = doc.traceEvents
+        doc.traceEvents = []
+    builder = ColumnBuilder(path)
+    builder.add(StrictSlice(events, lambda: decode(path, data)[0]))
+    del events
+    return builder.finish(doc, lambda: data)
 
 
 def _reference() -> bool:
@@ -1098,18 +1171,26 @@ def _reference() -> bool:
 
 
 def read_kineto(path: str, data: Any = None) -> Trace:
-    """`data`: the file's bytes, or an mmap of a big plain file (see `source.open_source`).
+    """`data`: the file's bytes, an mmap of a big plain file or a GzipStream of a big .gz (see
+    `source.open_source`).
 
-    Files bigger than one slice are decoded slice by slice (readers/chunked.py), the rest in
-    one go; PERFLINT_READER=reference selects the event-by-event reference builder.
+    Big files are decoded in forked workers, files above SLICED_MIN_BYTES slice by slice
+    (readers/chunked.py), the rest in one go; PERFLINT_READER=reference selects the whole-file
+    decode and the event-by-event reference builder.
     """
     if data is None:
         data = open_source(path)
+    stream = data if isinstance(data, GzipStream) else None
     # The cyclic GC would rescan millions of freshly allocated objects (DESIGN §9).
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         trace = None
+        if stream is not None:  # a big .gz: slices decoded while the rest is decompressed
+            trace = None if _reference() else _read_parallel(path, stream, chunk_bytes())
+            if trace is not None:
+                return trace
+            data = stream.complete()
         if _reference():
             whole = data if isinstance(data, bytes) else bytes(data)
             events, doc = decode(path, whole)
@@ -1117,7 +1198,7 @@ def read_kineto(path: str, data: Any = None) -> Trace:
         size = chunk_bytes()
         if len(data) > 2 * size and size >= 1 << 20:  # tiny forced slices: sequential
             trace = _read_parallel(path, data, size)
-        if trace is None and len(data) > size:
+        if trace is None and len(data) > min(size, SLICED_MIN_BYTES):
             builder = ColumnBuilder(path)
             ok, doc = read_sliced(data, builder.add, size)
             if ok:
@@ -1125,10 +1206,10 @@ def read_kineto(path: str, data: Any = None) -> Trace:
             del builder
         if trace is None:
             whole = data if isinstance(data, bytes) else bytes(data)
-            events, doc = decode(path, whole)
-            trace = build_trace(path, events, doc, whole)
-            del events, doc
+            trace = _read_whole(path, whole)
     finally:
         if was_enabled:
             gc.enable()
+        if stream is not None:
+            stream.close()
     return trace

@@ -7,6 +7,7 @@ import mmap
 import os
 import stat
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 from perflint.errors import InputError
@@ -39,7 +40,7 @@ def read_bytes(path: str) -> bytes:
             raise InputError(path, "truncated gzip stream (file ends before the compressed data does)") from None
         except (OSError, zlib.error) as exc:
             raise InputError(path, f"corrupt gzip data: {exc}") from None
-    if not data.strip():
+    if not data or data.isspace():  # not data.strip(): that copies a file ending in a newline
         raise InputError(path, "empty file")
     return data
 
@@ -63,9 +64,227 @@ class MappedFile(mmap.mmap):
             out[:] = self[lo:hi]
 
 
-def open_source(path: str) -> bytes | mmap.mmap:
+class Unavailable(LookupError):
+    """Bytes of a GzipStream that are no longer (or not yet) in its ring."""
+
+
+class GzipStream:
+    """A big single-member gzip file, decompressed on demand, so that forked workers decode its
+    first slices while the parent decompresses the rest (kineto._read_parallel).
+
+    Until `use_ring`, the bytes go to a small private buffer (format detection reads the head).
+    In ring mode they go to a shared anonymous map (forked workers see what is written later)
+    used as a ring: offset p lives at p % capacity, the memory is touched once and reused, and
+    `make_room(floor)` (set by the reader) is asked to finish the work below `floor` before it is
+    overwritten. Anything unexpected -- corrupt or truncated data, several members, a size the
+    trailer did not announce (it is the size modulo 4 GiB) -- makes `fill` answer False, and
+    `complete` then gives what `read_bytes` gives (or its error)."""
+
+    def __init__(self, path: str, fh: Any, size: int) -> None:
+        self.path = path
+        self.fh = fh
+        self.size = size
+        self.buf: Any = bytearray(min(size, GZ_HEAD_BYTES))
+        self.cap = len(self.buf)
+        self.ring = False
+        self.filled = 0
+        self.floor = 0  # bytes below this may be overwritten
+        self.make_room: Callable[[int], bool] | None = None
+        self.ok = True
+        self.head = b""  # the first bytes, kept when the ring starts (the metadata before the array)
+        self._dec = zlib.decompressobj(wbits=31)
+        self._whole: bytes | bytearray | None = None
+
+    def use_ring(self, capacity: int) -> bool:
+        """From now on, decompress into a shared ring of `capacity` bytes; the head buffer is
+        filled first and kept (the metadata before the array). False: too late, or bad data."""
+        if self.ring or self._whole is not None or self.cap != min(self.size, GZ_HEAD_BYTES) or not self.fill(self.cap):
+            return False
+        cap = min(self.size, -(-max(capacity, 2 * self.cap) // mmap.PAGESIZE) * mmap.PAGESIZE)
+        ring = mmap.mmap(-1, cap)  # MAP_SHARED
+        ring[: self.filled] = self.buf[: self.filled]
+        self.head = bytes(self.buf[: self.filled])
+        self.buf, self.cap, self.ring = ring, cap, True
+        return True
+
+    def fill(self, upto: int) -> bool:
+        """Decompress until `upto` bytes are there (at most the announced size)."""
+        upto = min(upto, self.size)
+        if not self.ring and upto > self.cap:
+            self._go_private()
+        dec = self._dec
+        while self.ok and self.filled < upto:
+            if dec.eof:
+                self.ok = False  # shorter than announced
+                break
+            # At the end of the file an empty chunk still flushes what zlib holds back.
+            chunk = dec.unconsumed_tail or self.fh.read(GZ_READ_BYTES)
+            room = self.size - self.filled + 1  # one byte more than announced is noticed
+            if not self.ring:
+                room = min(room, self.cap - self.filled)
+            try:
+                out = dec.decompress(chunk, min(GZ_STEP_BYTES, room))
+            except zlib.error:
+                self.ok = False
+                break
+            if not out:
+                if not chunk:
+                    self.ok = False  # truncated
+                    break
+                continue
+            end = self.filled + len(out)
+            if end > self.size:
+                self.ok = False
+                break
+            if end - self.floor > self.cap and not (self.ring and self.make_room is not None and self.make_room(end - self.cap)):
+                self.ok = False  # would overwrite what is still needed
+                break
+            self._put(self.filled, out)
+            self.filled = end
+        return self.ok and self.filled >= upto
+
+    def _put(self, pos: int, out: bytes) -> None:
+        p = pos % self.cap
+        k = min(len(out), self.cap - p)
+        self.buf[p : p + k] = out[:k] if k < len(out) else out
+        if k < len(out):
+            self.buf[: len(out) - k] = out[k:]
+
+    def _go_private(self) -> None:
+        """The whole content in one private buffer (no ring: `complete`, or a small trailer)."""
+        buf = bytearray(self.size)
+        buf[: self.filled] = self.buf[: self.filled]
+        self.buf, self.cap = buf, self.size
+
+    def finish(self) -> bool:
+        """All of it, and the stream ends right there (checksum and length checked by zlib)."""
+        if not self.fill(self.size):
+            return False
+        dec = self._dec
+        try:
+            while not dec.eof:
+                chunk = dec.unconsumed_tail or self.fh.read(GZ_READ_BYTES)
+                if dec.decompress(chunk, 1) or not (chunk or dec.eof):
+                    self.ok = False  # more data than announced, or a truncated trailer
+                    return False
+        except zlib.error:
+            self.ok = False
+            return False
+        if dec.unused_data or self.fh.read(1):
+            self.ok = False  # another member or trailing bytes: gzip.decompress decides
+        return self.ok
+
+    def complete(self) -> bytes | bytearray:
+        """The whole content in memory: decompressed here, or `read_bytes` when the stream was
+        not as announced (or its ring has moved on)."""
+        if self._whole is None:
+            try:
+                if not self.ring and self.finish() and self._not_blank():
+                    self._whole = self.buf
+                else:
+                    if self.ring:
+                        self.buf.close()
+                    self._whole = read_bytes(self.path)  # the reference path, and its one-line errors
+            finally:
+                self.fh.close()
+            self.buf, self.cap, self.ring, self.head = self._whole, len(self._whole), False, b""
+        return self._whole
+
+    def _not_blank(self) -> bool:
+        """Some text in the first KiB (else `read_bytes` decides whether the file is empty)."""
+        return self.fill(_BLANK_PROBE) and not self.buf[: min(_BLANK_PROBE, self.filled)].isspace()
+
+    def __del__(self) -> None:
+        fh = getattr(self, "fh", None)
+        if fh is not None:  # a stream dropped early (its format refused): no unclosed-file warning
+            fh.close()
+
+    def close(self) -> None:
+        """Give the memory back (the trace's tables do not refer to it)."""
+        self.fh.close()
+        if self.ring:
+            self.buf.close()
+        self.buf = self._whole = None
+        self.ring = False
+
+    # -- reading absolute offsets (the chunked reader's buffer interface) ------------------------
+    # In a forked worker `filled` is stale: nothing is checked, the parent keeps the bytes there.
+
+    def __getitem__(self, key: Any) -> Any:
+        if self._whole is not None:
+            return self._whole[key]
+        if isinstance(key, int):
+            if self.ring or key < self.filled:
+                return self.buf[key % self.cap]
+            return self.complete()[key]
+        lo, hi, _ = key.indices(self.size)
+        if hi <= len(self.head):
+            return self.head[lo:hi]
+        if not self.ring:
+            if self._not_blank() and self.fill(hi):
+                return bytes(self.buf[lo:hi])  # the head (format detection) before the rest
+            return self.complete()[key]
+        if hi - lo > self.cap:
+            raise Unavailable(lo, hi)
+        out = bytearray(max(0, hi - lo))
+        self.read_range(lo, hi, memoryview(out))
+        return bytes(out)
+
+    def read_range(self, lo: int, hi: int, out: memoryview) -> None:
+        p = lo % self.cap
+        k = min(hi - lo, self.cap - p)
+        with memoryview(self.buf) as mv:
+            out[:k] = mv[p : p + k]
+            if k < hi - lo:
+                out[k:] = mv[: hi - lo - k]
+
+    def rfind(self, sub: bytes, lo: int, hi: int) -> int:
+        """Last `sub` (one byte) in [lo, hi)."""
+        if hi <= lo:
+            return -1
+        if hi - lo > self.cap:
+            raise Unavailable(lo, hi)
+        p, q = lo % self.cap, (hi - 1) % self.cap + 1
+        if p < q:
+            k = self.buf.rfind(sub, p, q)
+            return -1 if k < 0 else lo + k - p
+        k = self.buf.rfind(sub, 0, q)  # wrapped: the part at the ring's start holds the later bytes
+        if k >= 0:
+            return hi - q + k
+        k = self.buf.rfind(sub, p, self.cap)
+        return -1 if k < 0 else lo + k - p
+
+    def __len__(self) -> int:
+        return self.size if self.ring else len(self.complete())
+
+    def __bytes__(self) -> bytes:
+        return bytes(self.complete())
+
+
+GZ_STREAM_MIN_BYTES = 64 << 20  # uncompressed size (the gzip trailer's) from which a .gz is streamed
+GZ_READ_BYTES = 256 << 10
+GZ_STEP_BYTES = 4 << 20
+GZ_HEAD_BYTES = 2 << 20  # decompressed before the reader picks ring or private buffer
+_BLANK_PROBE = 1024
+
+
+def _gzip_stream(path: str, fh: Any, st: os.stat_result) -> GzipStream | None:
+    """A stream for a big gzip file, None for a small one (read whole)."""
+    if st.st_size < 64:
+        return None
+    fh.seek(-4, os.SEEK_END)
+    size = int.from_bytes(fh.read(4), "little")
+    # Plausible: big, and not smaller than the compressed file (JSON compresses 5-20x).
+    if size < GZ_STREAM_MIN_BYTES or size < st.st_size:
+        return None
+    fh.seek(0)
+    return GzipStream(path, fh, size)
+
+
+def open_source(path: str) -> bytes | mmap.mmap | GzipStream:
     """The uncompressed content of `path`: an mmap for a big plain file (pages are read on demand
-    and can be released), else bytes (`read_bytes`). Same errors as `read_bytes`."""
+    and can be released), a GzipStream for a big .gz, else bytes (`read_bytes`). Same errors as
+    `read_bytes`."""
     try:
         st = os.stat(path)
         if stat.S_ISREG(st.st_mode) and st.st_size >= MMAP_MIN_BYTES:
@@ -74,6 +293,12 @@ def open_source(path: str) -> bytes | mmap.mmap:
                 mm = MappedFile(fh.fileno(), 0, access=mmap.ACCESS_READ)
                 mm.fh = fh
                 return mm
+            fh.close()
+        elif stat.S_ISREG(st.st_mode):
+            fh = open(path, "rb")
+            stream = _gzip_stream(path, fh, st) if fh.read(2) == GZIP_MAGIC else None
+            if stream is not None:
+                return stream
             fh.close()
     except (OSError, ValueError):
         pass  # read_bytes words the problem
