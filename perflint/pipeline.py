@@ -12,7 +12,7 @@ from typing import Any
 from perflint.errors import InputError, PerflintError, UsageError
 from perflint.model import Trace
 from perflint.graph.load import load_trace
-from perflint.readers import discover
+from perflint.readers import budget, discover
 
 
 @dataclass
@@ -23,8 +23,12 @@ class Outcome:
     debug: str | None = None  # traceback of an unexpected failure, shown with --debug
 
 
-def _run_one(args: tuple[str, str | None, Callable[[Trace], Any]]) -> Outcome:
-    path, fmt, fn = args
+Work = tuple[str, str | None, Callable[[Trace], Any], int | None]
+
+
+def _run_one(args: Work) -> Outcome:
+    path, fmt, fn, memory_budget = args
+    budget.MEMORY_BUDGET = memory_budget  # here too: a worker process or a dask worker
     try:
         trace = load_trace(path, fmt)
         return Outcome(path, result=fn(trace))
@@ -59,12 +63,13 @@ def run(
     fmt: str | None = None,
     jobs: int = 1,
     executor: Executor | None = None,
+    memory_budget: int | None = None,
 ) -> list[Outcome]:
     """`fn(trace)` for every trace under `paths`, in path order. `fn` must be picklable for jobs > 1."""
     ex = executor or Executor()
     files, errors = discover(paths)
     outcomes = [Outcome(e.source, error=e.line()) for e in errors]
-    work = [(f, fmt, fn) for f in files]
+    work: list[Work] = [(f, fmt, fn, memory_budget) for f in files]
     from perflint.report.progress import Progress  # stderr, TTY only, after a second
 
     with Progress(len(work)) as progress:
@@ -79,7 +84,10 @@ def run(
             # fork: workers inherit the loaded rules and modules instead of re-importing them.
             methods = multiprocessing.get_all_start_methods()
             ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
-            with ProcessPoolExecutor(max_workers=min(jobs, len(work)), mp_context=ctx) as pool:
+            n = min(jobs, len(work))
+            if memory_budget is not None:  # the budget is the whole run's: shared by the workers
+                work = [(p, f, fn, max(1, memory_budget // n)) for p, f, fn, _ in work]
+            with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
                 for o in pool.map(_run_one, work):
                     outcomes.append(o)
                     progress.advance(o.path)
@@ -113,7 +121,7 @@ def _hook_progress(progress: Any, on: bool) -> None:
     chunked.PROGRESS = report
 
 
-def _run_dask(work: list[tuple[str, str | None, Callable[[Trace], Any]]], jobs: int, scheduler: str | None) -> list[Outcome]:
+def _run_dask(work: list[Work], jobs: int, scheduler: str | None) -> list[Outcome]:
     """Per-trace work on a dask.distributed cluster; results gathered in path order."""
     try:
         from dask.distributed import Client, LocalCluster

@@ -24,9 +24,11 @@ def _snapshot_of(trace: Trace, include_edge_steps: bool) -> dict[str, Any]:
     return trace_snapshot(Context(trace, include_edge_steps=include_edge_steps))
 
 
-def build_snapshot(paths: list[str], include_edge_steps: bool, fmt: str | None, jobs: int) -> tuple[dict[str, Any], list[str]]:
+def build_snapshot(
+    paths: list[str], include_edge_steps: bool, fmt: str | None, jobs: int, memory_budget: int | None = None
+) -> tuple[dict[str, Any], list[str]]:
     fn = functools.partial(_snapshot_of, include_edge_steps=include_edge_steps)
-    outcomes = run_pipeline(paths, fn, fmt, jobs)
+    outcomes = run_pipeline(paths, fn, fmt, jobs, memory_budget=memory_budget)
     snaps = [o.result for o in outcomes if o.error is None]
     snaps.sort(key=lambda s: (s["rank"] is None, s["rank"] or 0, s["path"]))
     return snapshot_document(snaps), [o.error for o in outcomes if o.error]
@@ -50,7 +52,9 @@ def is_snapshot_file(path: str) -> bool:
     return SNAPSHOT_SCHEMA.encode() in head
 
 
-def load_baseline(path: str, include_edge_steps: bool, fmt: str | None, jobs: int) -> dict[str, Any]:
+def load_baseline(
+    path: str, include_edge_steps: bool, fmt: str | None, jobs: int, memory_budget: int | None = None
+) -> dict[str, Any]:
     """A snapshot file, or a trace / directory of traces snapshotted on the fly."""
     if is_snapshot_file(path):
         doc = _read_json_doc(path)
@@ -61,7 +65,7 @@ def load_baseline(path: str, include_edge_steps: bool, fmt: str | None, jobs: in
         return doc
     if not os.path.exists(path):
         raise InputError(path, "baseline not found")
-    doc, errors = build_snapshot([path], include_edge_steps, fmt, jobs)
+    doc, errors = build_snapshot([path], include_edge_steps, fmt, jobs, memory_budget)
     if errors:
         raise InputError(path, f"cannot use as baseline: {errors[0]}")
     return doc

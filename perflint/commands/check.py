@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from perflint.commands.baseline_io import apply_accepted, load_accepted, load_baseline
-from perflint.commands.common import add_input_options, executor_of, jobs_of, report_errors
+from perflint.commands.common import add_input_options, budget_of, executor_of, jobs_of, report_errors
 from perflint.config import Config, apply_suppressions, load_config, select_rules
 from perflint.engine.loader import load_rules
 from perflint.errors import UsageError
@@ -73,7 +73,7 @@ def execute(args: argparse.Namespace, cfg: Config) -> RunResult:
     # Both files are read before any trace, so a bad one fails fast.
     accepted = load_accepted(args.accepted) if args.accepted else None
     baseline = (
-        load_baseline(args.baseline, include_edges, args.input_format, jobs_of(args)) if args.baseline else None
+        load_baseline(args.baseline, include_edges, args.input_format, jobs_of(args), budget_of(args)) if args.baseline else None
     )
     fn = functools.partial(
         _check_one,
@@ -82,7 +82,7 @@ def execute(args: argparse.Namespace, cfg: Config) -> RunResult:
         baseline=baseline,
         allow_mismatch=args.allow_device_mismatch,
     )
-    outcomes = run_pipeline(args.paths, fn, args.input_format, jobs_of(args), executor_of(args))
+    outcomes = run_pipeline(args.paths, fn, args.input_format, jobs_of(args), executor_of(args), budget_of(args))
     report_errors(outcomes, args.debug)
     traces = [o.result for o in outcomes if o.error is None]
     run_findings, run_statuses = check_run(traces, active)

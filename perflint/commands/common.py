@@ -7,6 +7,7 @@ import sys
 
 from perflint.errors import UsageError
 from perflint.pipeline import Executor, Outcome, default_jobs
+from perflint.readers.budget import parse_size
 
 
 def add_input_options(p: argparse.ArgumentParser) -> None:
@@ -20,7 +21,26 @@ def add_input_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--jobs", "-j", type=int, default=None, metavar="N", help="worker processes for rank files (default: all cores)"
     )
+    p.add_argument(
+        "--memory-budget",
+        type=_size,
+        default=None,
+        metavar="SIZE",
+        help="memory a trace's read may use, e.g. 2G (default: the memory available); a smaller "
+        "budget reads in smaller slices, one at a time",
+    )
     add_executor_options(p)
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def budget_of(args: argparse.Namespace) -> int | None:
+    return getattr(args, "memory_budget", None)
 
 
 def add_executor_options(p: argparse.ArgumentParser) -> None:

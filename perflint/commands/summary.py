@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from perflint import __version__
-from perflint.commands.common import add_input_options, executor_of, jobs_of, report_errors
+from perflint.commands.common import add_input_options, budget_of, executor_of, jobs_of, report_errors
 from perflint.metrics.summary import summarize
 from perflint.model import Trace
 from perflint.pipeline import run as run_pipeline
@@ -42,7 +42,7 @@ def _one(trace: Trace, include_edge_steps: bool, timeline: bool) -> dict[str, An
 
 def run(args: argparse.Namespace) -> int:
     fn = functools.partial(_one, include_edge_steps=args.include_edge_steps, timeline=args.timeline)
-    outcomes = run_pipeline(args.paths, fn, args.input_format, jobs_of(args), executor_of(args))
+    outcomes = run_pipeline(args.paths, fn, args.input_format, jobs_of(args), executor_of(args), budget_of(args))
     failed = report_errors(outcomes, args.debug)
     traces = [o.result for o in outcomes if o.error is None]
     if args.format == "json":

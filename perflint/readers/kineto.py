@@ -33,7 +33,7 @@ from perflint.model import (
     RuntimeTable,
     Trace,
 )
-from perflint.readers import chunked
+from perflint.readers import budget, chunked
 from perflint.readers.chunked import Fallback, after, chunk_bytes, decode_range, last_slice, plan_iter, read_sliced
 from perflint.readers.fast_add import StrictMiss, add_strict
 from perflint.readers.kineto_codes import (  # noqa: F401 (re-exported: the reader's public constants)
@@ -1041,6 +1041,12 @@ def _read_workers(n_slices: int) -> int:
     return max(1, min(want, n_slices))
 
 
+def _in_worker() -> bool:
+    import multiprocessing
+
+    return multiprocessing.parent_process() is not None
+
+
 def _slice_worker(args: tuple[str, int, int]) -> Any:
     path, lo, hi = args
     gc.disable()
@@ -1053,7 +1059,7 @@ def _slice_worker(args: tuple[str, int, int]) -> Any:
     return builder.export()
 
 
-def _read_parallel(path: str, data: Any, size: int) -> Trace | None:
+def _read_parallel(path: str, data: Any, size: int, workers: int = 0) -> Trace | None:
     """Slices decoded and turned into columns in forked workers, merged in file order here.
     None when it cannot be done (then the sequential slicer runs).
 
@@ -1061,9 +1067,9 @@ def _read_parallel(path: str, data: Any, size: int) -> Trace | None:
     ring that holds a few slices per worker (a slice is merged before its bytes are reused)."""
     stream = data if isinstance(data, GzipStream) else None
     n = stream.size if stream is not None else len(data)
-    workers = _read_workers(max(1, n // size))
-    if workers < 2:
-        return None
+    workers = workers or _read_workers(max(1, n // size))
+    if workers < 2 and (stream is None or _in_worker()):
+        return None  # one worker: for a plain file the in-process slicer does the same
     parts = (RANGES_PER_WORKER if stream is None else STREAM_RANGES_PER_WORKER) * workers
     if stream is not None and not stream.use_ring((2 * workers + 2) * min(size, n // parts + 1)):
         return None
@@ -1186,18 +1192,21 @@ def read_kineto(path: str, data: Any = None) -> Trace:
     gc.disable()
     try:
         trace = None
+        size = chunk_bytes()
+        n = stream.size if stream is not None else len(data)
+        plan = budget.plan(n, _read_workers(max(1, n // size)), size, gz=stream is not None)
+        size = plan.slice_bytes
         if stream is not None:  # a big .gz: slices decoded while the rest is decompressed
-            trace = None if _reference() else _read_parallel(path, stream, chunk_bytes())
+            trace = None if _reference() else _read_parallel(path, stream, size, plan.workers)
             if trace is not None:
-                return trace
+                return _noted(trace, plan.note)
             data = stream.complete()
         if _reference():
             whole = data if isinstance(data, bytes) else bytes(data)
             events, doc = decode(path, whole)
             return build_trace_reference(path, events, doc, whole if b"cuda_profiler_range" in whole else None)
-        size = chunk_bytes()
-        if len(data) > 2 * size and size >= 1 << 20:  # tiny forced slices: sequential
-            trace = _read_parallel(path, data, size)
+        if len(data) > 2 * size and size >= 1 << 20 and plan.workers > 1:  # tiny forced slices: sequential
+            trace = _read_parallel(path, data, size, plan.workers)
         if trace is None and len(data) > min(size, SLICED_MIN_BYTES):
             builder = ColumnBuilder(path)
             ok, doc = read_sliced(data, builder.add, size)
@@ -1212,4 +1221,10 @@ def read_kineto(path: str, data: Any = None) -> Trace:
             gc.enable()
         if stream is not None:
             stream.close()
+    return _noted(trace, plan.note)
+
+
+def _noted(trace: Trace, note: str | None) -> Trace:
+    if note:
+        trace.warnings.append(note)
     return trace

@@ -1,0 +1,99 @@
+"""The memory budget of one trace's read (`--memory-budget`, PERFLINT_MEMORY_BUDGET) and the
+slice plan it implies.
+
+Every file above a megabyte is read slice by slice (readers/chunked.py): the whole file is never
+one document in memory. What a read holds is the finished columns of the trace (about
+COLUMNS_PER_BYTE of the file: fixed, whatever the plan) plus the slices in flight: each worker
+decodes one, the parent holds the exported columns of the slices it has not merged yet, and a
+streamed .gz keeps a ring of (2 x workers + 2) slices. Those in-flight bytes are what the plan
+bounds: smaller slices, then fewer workers, down to one slice at a time whose file pages are
+released as soon as it is decoded.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import NamedTuple
+
+# Measured on the 200 MB / 1 GB benchmark traces (BENCHMARKS.md): peak RSS minus the
+# interpreter is ~0.45x the file, of which columns and analysis ~0.3x.
+COLUMNS_PER_BYTE = 0.3
+IN_FLIGHT_PER_SLICE_BYTE = 3.0  # mapped pages + decoded piece + exported columns + the parent's copy
+BASE_BYTES = 150 << 20  # interpreter, numpy, rules
+MIN_SLICE = 1 << 20
+MIN_PARALLEL_SLICE = 4 << 20
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
+_UNIT = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+# Set by the pipeline from --memory-budget (bytes). None: PERFLINT_MEMORY_BUDGET, else the
+# memory the machine has available.
+MEMORY_BUDGET: int | None = None
+
+
+class Plan(NamedTuple):
+    workers: int
+    slice_bytes: int
+    note: str | None  # a warning for the report when even the smallest plan exceeds the budget
+
+
+def parse_size(text: str) -> int:
+    """'512M', '4G', '1.5GiB', '1000000' -> bytes (binary units). ValueError when unreadable."""
+    m = _SIZE_RE.match(text)
+    if not m:
+        raise ValueError(f"not a size: {text!r} (use e.g. 512M or 4G)")
+    n = int(float(m.group(1)) * _UNIT[m.group(2).lower()])
+    if n <= 0:
+        raise ValueError(f"not a positive size: {text!r}")
+    return n
+
+
+def available_memory() -> int | None:
+    """MemAvailable of /proc/meminfo (Linux); None where unknown."""
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            for line in f:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def budget() -> int | None:
+    if MEMORY_BUDGET is not None:
+        return MEMORY_BUDGET
+    raw = os.environ.get("PERFLINT_MEMORY_BUDGET")
+    if raw:
+        try:
+            return parse_size(raw)
+        except ValueError:
+            pass  # a bad environment value must not stop a CI run; --memory-budget reports it
+    return available_memory()
+
+
+def in_flight(workers: int, slice_bytes: int, gz: bool) -> float:
+    slices = workers + (2 * workers + 2 if gz else 0)
+    return IN_FLIGHT_PER_SLICE_BYTE * slices * slice_bytes
+
+
+def plan(file_bytes: int, workers: int, slice_bytes: int, gz: bool = False) -> Plan:
+    """Workers and slice size that keep the read of a `file_bytes` trace within the budget."""
+    limit = budget()
+    if limit is None or BASE_BYTES + COLUMNS_PER_BYTE * file_bytes + in_flight(workers, slice_bytes, gz) <= limit:
+        return Plan(workers, slice_bytes, None)
+    room = limit - BASE_BYTES - COLUMNS_PER_BYTE * file_bytes
+    if workers > 1:
+        per = int(room / in_flight(workers, 1, gz)) if room > 0 else 0
+        if per >= MIN_PARALLEL_SLICE:
+            return Plan(workers, min(slice_bytes, per), None)
+    per = int(room / in_flight(1, 1, gz)) if room > 0 else 0
+    note = None
+    if per < MIN_SLICE:
+        need = BASE_BYTES + COLUMNS_PER_BYTE * file_bytes + in_flight(1, MIN_SLICE, gz)
+        note = (
+            f"the memory budget ({limit >> 20} MiB) is below what this trace needs (about {int(need) >> 20} MiB); "
+            "read one 1 MiB slice at a time"
+        )
+    return Plan(1, max(MIN_SLICE, min(slice_bytes, per)), note)
