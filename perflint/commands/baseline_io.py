@@ -7,7 +7,6 @@ import functools
 import os
 from typing import Any
 
-import orjson
 
 from perflint.errors import InputError, UsageError
 from perflint.facts import Context, load_all
@@ -35,6 +34,8 @@ def build_snapshot(
 
 
 def _read_json_doc(path: str) -> Any:
+    import orjson  # here, not at start-up: most runs have no baseline
+
     try:
         with open(path, "rb") as fh:
             return orjson.loads(fh.read())
@@ -72,6 +73,8 @@ def load_baseline(
 
 
 def write_json(path: str, doc: Any) -> None:
+    import orjson
+
     data = orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
     if path == "-":
         import sys

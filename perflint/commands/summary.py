@@ -7,7 +7,6 @@ import functools
 import sys
 from typing import Any
 
-import orjson
 
 from perflint import __version__
 from perflint.commands.common import add_input_options, budget_of, executor_of, jobs_of, report_errors
@@ -52,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
             "traces": traces,
             "errors": [{"path": o.path, "error": o.error} for o in outcomes if o.error],
         }
+        import orjson
+
         text = orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
     else:
         text = "\n\n".join(render_summary(t) for t in traces) + ("\n" if traces else "")

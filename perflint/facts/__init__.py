@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import Any
 
 from perflint.metrics.steps import analysis_steps
 from perflint.model import Step, Trace
+from perflint.plugins import entry_points
 
 Row = dict[str, Any]
 

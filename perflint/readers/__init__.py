@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from importlib.metadata import entry_points
 
 from perflint.errors import InputError
 from perflint.model import Trace
+from perflint.plugins import entry_points
 from perflint.readers.kineto import read_kineto
 from perflint.readers.source import open_source, read_bytes
 

@@ -38,7 +38,7 @@ class _Registry(Mapping[str, Reporter]):
     importing all of them (junit_xml, the SARIF model) is start-up time every run pays."""
 
     def __init__(self) -> None:
-        from importlib.metadata import entry_points
+        from perflint.plugins import entry_points
 
         self._spec: dict[str, Any] = dict(_BUILTIN)
         for ep in entry_points(group="perflint.reporters"):
