@@ -6,6 +6,7 @@ and never when NO_COLOR is set (https://no-color.org).
 
 from __future__ import annotations
 
+import functools
 import textwrap
 
 from perflint.findings import SEVERITIES, Finding, RunResult
@@ -22,10 +23,17 @@ def _paint(text: str, what: str, on: bool) -> str:
 
 
 def _wrap(text: str, indent: str) -> list[str]:
+    return list(_wrapped(text, indent))  # a copy: callers edit the first line
+
+
+@functools.lru_cache(maxsize=4096)
+def _wrapped(text: str, indent: str) -> tuple[str, ...]:
+    # Many ranks repeat the same headings and messages; textwrap is the report's slowest part.
     # Kernel names are long unbroken words: let textwrap break them rather than overflow.
-    return textwrap.wrap(
-        " ".join(text.split()), WIDTH, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False
-    ) or [indent.rstrip()]
+    return tuple(
+        textwrap.wrap(" ".join(text.split()), WIDTH, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False)
+        or [indent.rstrip()]
+    )
 
 
 def _finding(f: Finding, color: bool) -> list[str]:
