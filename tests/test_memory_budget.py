@@ -56,7 +56,8 @@ def test_plan_shrinks_slices_then_workers(monkeypatch: pytest.MonkeyPatch) -> No
     # Below what the columns alone need: still read (smallest slices), with a warning.
     monkeypatch.setattr(budget, "MEMORY_BUDGET", 64 * MB)
     p = budget.plan(1 << 30, 2, size)
-    assert p == budget.Plan(1, budget.MIN_SLICE, p.note) and p.note and "64 MiB" in p.note
+    assert p == budget.Plan(2, budget.MIN_PARALLEL_SLICE, p.note) and p.note and "64 MiB" in p.note
+    assert budget.plan(1 << 30, 1, size) == budget.Plan(1, budget.MIN_SLICE, p.note)
     # A .gz keeps a ring of slices: the same budget allows smaller slices than a plain file.
     monkeypatch.setattr(budget, "MEMORY_BUDGET", int(need_fixed + budget.in_flight(2, 8 * MB, False)))
     assert budget.plan(1 << 30, 2, size, gz=True).slice_bytes < budget.plan(1 << 30, 2, size).slice_bytes

@@ -3,11 +3,12 @@ slice plan it implies.
 
 Every file above a megabyte is read slice by slice (readers/chunked.py): the whole file is never
 one document in memory. What a read holds is the finished columns of the trace (about
-COLUMNS_PER_BYTE of the file: fixed, whatever the plan) plus the slices in flight: each worker
+COLUMNS_PER_BYTE of the file at the peak, with the analysis: fixed, whatever the plan) plus the slices in flight: each worker
 decodes one, the parent holds the exported columns of the slices it has not merged yet, and a
 streamed .gz keeps a ring of (2 x workers + 2) slices. Those in-flight bytes are what the plan
 bounds: smaller slices, then fewer workers, down to one slice at a time whose file pages are
-released as soon as it is decoded.
+released as soon as it is decoded. A budget below the columns themselves cannot be kept: the
+trace is read anyway, with a warning in the report.
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ import os
 import re
 from typing import NamedTuple
 
-# Measured on the 200 MB / 1 GB benchmark traces (BENCHMARKS.md): peak RSS minus the
-# interpreter is ~0.45x the file, of which columns and analysis ~0.3x.
-COLUMNS_PER_BYTE = 0.3
+# Measured on the 200 MB / 1 GB benchmark traces (BENCHMARKS.md): peak RSS of `perflint check`
+# is ~64 MB (interpreter, numpy, rules) plus ~0.62x the file (columns, then the analysis arrays).
+COLUMNS_PER_BYTE = 0.62
 IN_FLIGHT_PER_SLICE_BYTE = 3.0  # mapped pages + decoded piece + exported columns + the parent's copy
-BASE_BYTES = 150 << 20  # interpreter, numpy, rules
+BASE_BYTES = 64 << 20
 MIN_SLICE = 1 << 20
 MIN_PARALLEL_SLICE = 4 << 20
 
@@ -89,11 +90,15 @@ def plan(file_bytes: int, workers: int, slice_bytes: int, gz: bool = False) -> P
         if per >= MIN_PARALLEL_SLICE:
             return Plan(workers, min(slice_bytes, per), None)
     per = int(room / in_flight(1, 1, gz)) if room > 0 else 0
-    note = None
-    if per < MIN_SLICE:
-        need = BASE_BYTES + COLUMNS_PER_BYTE * file_bytes + in_flight(1, MIN_SLICE, gz)
-        note = (
-            f"the memory budget ({limit >> 20} MiB) is below what this trace needs (about {int(need) >> 20} MiB); "
-            "read one 1 MiB slice at a time"
-        )
-    return Plan(1, max(MIN_SLICE, min(slice_bytes, per)), note)
+    if per >= MIN_SLICE:
+        return Plan(1, min(slice_bytes, per), None)
+    # Even one small slice does not fit beside the columns: the columns are the peak then (one
+    # worker would not lower it), so read as fast as small slices allow, and say so.
+    need = BASE_BYTES + COLUMNS_PER_BYTE * file_bytes + in_flight(1, MIN_SLICE, gz)
+    note = (
+        f"the memory budget ({limit >> 20} MiB) is below what this trace needs (about {int(need) >> 20} MiB); "
+        "read anyway, in the smallest slices"
+    )
+    if workers > 1:
+        return Plan(workers, MIN_PARALLEL_SLICE, note)
+    return Plan(1, MIN_SLICE, note)
