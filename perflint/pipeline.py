@@ -11,8 +11,9 @@ from typing import Any
 
 from perflint.errors import InputError, PerflintError, UsageError
 from perflint.model import Trace
+from perflint.graph.build import link
 from perflint.graph.load import load_trace
-from perflint.readers import budget, discover
+from perflint.readers import PendingRead, budget, discover, start_read
 
 
 @dataclass
@@ -26,11 +27,11 @@ class Outcome:
 Work = tuple[str, str | None, Callable[[Trace], Any], int | None]
 
 
-def _run_one(args: Work) -> Outcome:
+def _run_one(args: Work, pending: PendingRead | None = None) -> Outcome:
     path, fmt, fn, memory_budget = args
     budget.MEMORY_BUDGET = memory_budget  # here too: a worker process or a dask worker
     try:
-        trace = load_trace(path, fmt)
+        trace = link(pending.result()) if pending is not None else load_trace(path, fmt)
         return Outcome(path, result=fn(trace))
     except PerflintError as exc:
         return Outcome(path, error=exc.line())
@@ -57,6 +58,77 @@ class Executor:
     scheduler: str | None = None
 
 
+class Prepared:
+    """The traces under `paths`, found; when they are one file read here (not in --jobs or dask
+    workers), its read has begun (`readers.start_read`): a big file decodes in worker processes
+    while the caller loads its rules. `run(fn)` does the work; `close()` abandons a read that
+    `run` never ended (a bad config or rule file)."""
+
+    def __init__(
+        self,
+        paths: list[str],
+        fmt: str | None = None,
+        jobs: int = 1,
+        executor: Executor | None = None,
+        memory_budget: int | None = None,
+    ) -> None:
+        self.fmt, self.jobs, self.executor, self.memory_budget = fmt, jobs, executor or Executor(), memory_budget
+        self.files, self.errors = discover(paths)
+        self.pending: PendingRead | None = None
+        if self.executor.kind != "dask" and len(self.files) == 1:
+            from perflint.readers import kineto
+
+            kineto.READ_WORKERS = jobs  # one big file: its slices go to `jobs` processes
+            budget.MEMORY_BUDGET = memory_budget
+            self.pending = start_read(self.files[0], fmt)
+
+    def close(self) -> None:
+        if self.pending is not None:
+            self.pending.cancel()
+            self.pending = None
+
+    def run(self, fn: Callable[[Trace], Any]) -> list[Outcome]:
+        """`fn(trace)` for every trace, in path order. `fn` must be picklable for jobs > 1."""
+        ex, jobs, memory_budget = self.executor, self.jobs, self.memory_budget
+        outcomes = [Outcome(e.source, error=e.line()) for e in self.errors]
+        work: list[Work] = [(f, self.fmt, fn, memory_budget) for f in self.files]
+        from perflint.report.progress import Progress  # stderr, TTY only, after a second
+
+        with Progress(len(work)) as progress:
+            if ex.kind == "dask" and work:
+                for o in _run_dask(work, jobs, ex.scheduler):
+                    outcomes.append(o)
+                    progress.advance(o.path)
+            elif jobs > 1 and len(work) > 1:
+                import multiprocessing
+                from concurrent.futures import ProcessPoolExecutor
+
+                # fork: workers inherit the loaded rules and modules instead of re-importing them.
+                methods = multiprocessing.get_all_start_methods()
+                ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
+                n = min(jobs, len(work))
+                if memory_budget is not None:  # the budget is the whole run's: shared by the workers
+                    work = [(p, f, fn, max(1, memory_budget // n)) for p, f, fn, _ in work]
+                with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+                    for o in pool.map(_run_one, work):
+                        outcomes.append(o)
+                        progress.advance(o.path)
+            else:
+                from perflint.readers import kineto
+
+                kineto.READ_WORKERS = jobs  # one big file: its slices go to `jobs` processes
+                _hook_progress(progress, len(work) == 1)
+                try:
+                    for w in work:
+                        progress.current = w[0]
+                        pending, self.pending = self.pending, None
+                        outcomes.append(_run_one(w, pending))
+                        progress.advance(w[0])
+                finally:
+                    _hook_progress(progress, False)
+        return outcomes
+
+
 def run(
     paths: list[str],
     fn: Callable[[Trace], Any],
@@ -66,44 +138,11 @@ def run(
     memory_budget: int | None = None,
 ) -> list[Outcome]:
     """`fn(trace)` for every trace under `paths`, in path order. `fn` must be picklable for jobs > 1."""
-    ex = executor or Executor()
-    files, errors = discover(paths)
-    outcomes = [Outcome(e.source, error=e.line()) for e in errors]
-    work: list[Work] = [(f, fmt, fn, memory_budget) for f in files]
-    from perflint.report.progress import Progress  # stderr, TTY only, after a second
-
-    with Progress(len(work)) as progress:
-        if ex.kind == "dask" and work:
-            for o in _run_dask(work, jobs, ex.scheduler):
-                outcomes.append(o)
-                progress.advance(o.path)
-        elif jobs > 1 and len(work) > 1:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            # fork: workers inherit the loaded rules and modules instead of re-importing them.
-            methods = multiprocessing.get_all_start_methods()
-            ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
-            n = min(jobs, len(work))
-            if memory_budget is not None:  # the budget is the whole run's: shared by the workers
-                work = [(p, f, fn, max(1, memory_budget // n)) for p, f, fn, _ in work]
-            with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
-                for o in pool.map(_run_one, work):
-                    outcomes.append(o)
-                    progress.advance(o.path)
-        else:
-            from perflint.readers import kineto
-
-            kineto.READ_WORKERS = jobs  # one big file: its slices go to `jobs` processes
-            _hook_progress(progress, len(work) == 1)
-            try:
-                for w in work:
-                    progress.current = w[0]
-                    outcomes.append(_run_one(w))
-                    progress.advance(w[0])
-            finally:
-                _hook_progress(progress, False)
-    return outcomes
+    prepared = Prepared(paths, fmt, jobs, executor, memory_budget)
+    try:
+        return prepared.run(fn)
+    finally:
+        prepared.close()
 
 
 def _hook_progress(progress: Any, on: bool) -> None:
@@ -143,4 +182,4 @@ def _run_dask(work: list[Work], jobs: int, scheduler: str | None) -> list[Outcom
             cluster.close()
 
 
-__all__ = ["Executor", "InputError", "Outcome", "default_jobs", "run"]
+__all__ = ["Executor", "InputError", "Outcome", "Prepared", "default_jobs", "run"]

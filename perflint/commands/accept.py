@@ -7,8 +7,6 @@ import os
 from typing import Any
 
 from perflint.commands import check
-from perflint.commands.baseline_io import accepted_document, load_accepted, write_json
-from perflint.config import load_config
 
 
 def add_parser(sub: Any, name: str) -> None:
@@ -24,6 +22,9 @@ def run(args: argparse.Namespace) -> int:
         from perflint.errors import UsageError
 
         raise UsageError("accept", "--output/-o FILE is required")
+    from perflint.commands.baseline_io import accepted_document, load_accepted, write_json
+    from perflint.config import load_config
+
     cfg = load_config(args.config)
     result = check.execute(args, cfg)
     previous = load_accepted(args.output) if args.merge and os.path.exists(args.output) else None

@@ -6,18 +6,21 @@ import argparse
 import functools
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from perflint.commands.baseline_io import apply_accepted, load_accepted, load_baseline
 from perflint.commands.common import add_input_options, budget_of, executor_of, jobs_of, report_errors
-from perflint.config import Config, apply_suppressions, load_config, select_rules
-from perflint.engine.loader import load_rules
 from perflint.errors import UsageError
-from perflint.engine.run import ActiveRule, check_run, check_trace
-from perflint.findings import RunResult
-from perflint.model import Trace
-from perflint.pipeline import run as run_pipeline
+from perflint.pipeline import Prepared
 from perflint.report import REPORTERS, ReportOptions
+
+if TYPE_CHECKING:
+    from perflint.config import Config
+    from perflint.engine.run import ActiveRule
+    from perflint.findings import RunResult
+    from perflint.model import Trace
+
+# The config, rules and analysis modules are imported by `execute`, after the trace's read has
+# begun: a big trace decodes in worker processes meanwhile (pipeline.Prepared).
 
 
 def _csv(text: str) -> list[str]:
@@ -63,10 +66,19 @@ def add_gate_options(p: argparse.ArgumentParser) -> None:
 def _check_one(
     trace: Trace, active: list[ActiveRule], include_edge_steps: bool, baseline: Any = None, allow_mismatch: bool = False
 ) -> Any:
+    from perflint.engine.run import check_trace
+
     return check_trace(trace, active, include_edge_steps, baseline, allow_mismatch)
 
 
-def execute(args: argparse.Namespace, cfg: Config) -> RunResult:
+def execute(args: argparse.Namespace, cfg: Config, prepared: Prepared | None = None) -> RunResult:
+    """The run's result; `prepared`: the traces, their read possibly begun (else found here)."""
+    from perflint.commands.baseline_io import apply_accepted, load_accepted, load_baseline
+    from perflint.config import apply_suppressions, select_rules
+    from perflint.engine.loader import load_rules
+    from perflint.engine.run import check_run
+    from perflint.findings import RunResult
+
     rules = load_rules(cfg.rule_dirs + list(args.rule_dir))
     active = select_rules(rules, cfg, args.select, args.ignore, args.extend_select)
     include_edges = bool(args.include_edge_steps or cfg.include_edge_steps)
@@ -82,7 +94,12 @@ def execute(args: argparse.Namespace, cfg: Config) -> RunResult:
         baseline=baseline,
         allow_mismatch=args.allow_device_mismatch,
     )
-    outcomes = run_pipeline(args.paths, fn, args.input_format, jobs_of(args), executor_of(args), budget_of(args))
+    if prepared is None:
+        prepared = Prepared(args.paths, args.input_format, jobs_of(args), executor_of(args), budget_of(args))
+    try:
+        outcomes = prepared.run(fn)
+    finally:
+        prepared.close()
     report_errors(outcomes, args.debug)
     traces = [o.result for o in outcomes if o.error is None]
     run_findings, run_statuses = check_run(traces, active)
@@ -133,8 +150,14 @@ def run(args: argparse.Namespace) -> int:
     dup = {t for t in outputs if t != "-" and outputs.count(t) > 1}
     if dup:
         raise UsageError(sorted(dup)[0], "two reports would write to the same file")
-    cfg = load_config(args.config)
-    result = execute(args, cfg)
+    # The read begins first: a big trace decodes in worker processes while the rules load.
+    prepared = Prepared(args.paths, args.input_format, jobs_of(args), executor_of(args), budget_of(args))
+    try:
+        from perflint.config import load_config
+
+        result = execute(args, load_config(args.config), prepared)
+    finally:
+        prepared.close()
     opts = ReportOptions(max_bytes=args.max_bytes, color=_use_color(args))
     fmt = args.format or ("github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text")
     text = REPORTERS[fmt](result, opts)

@@ -7,21 +7,18 @@ import argparse
 import sys
 from typing import Any
 
-from perflint.commands.baseline_io import load_baseline
 from perflint.commands.common import jobs_of
 from perflint.errors import InputError
-from perflint.facts._compare import compare
-from perflint.facts.baseline import identity_mismatch
-from perflint.report.diff import render_diff_json, render_diff_markdown, render_diff_text
 
-RENDER = {"text": render_diff_text, "markdown": render_diff_markdown, "json": render_diff_json}
+# Each command imports what it runs when it runs: `perflint check` starts without these.
+FORMATS = ("json", "markdown", "text")
 
 
 def add_parser(sub: Any, name: str) -> None:
     p = sub.add_parser(name, help="compare two runs (like HTA's TraceDiff), with significance")
     p.add_argument("base", metavar="BASE", help="baseline trace, directory or snapshot")
     p.add_argument("new", metavar="NEW", help="new trace, directory or snapshot")
-    p.add_argument("--format", choices=sorted(RENDER), default="text")
+    p.add_argument("--format", choices=FORMATS, default="text")
     p.add_argument("--top", type=int, default=15, help="kernel groups to show per pair (by absolute change)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level")
     p.add_argument("--allow-device-mismatch", action="store_true")
@@ -32,6 +29,8 @@ def add_parser(sub: Any, name: str) -> None:
 
 
 def pair_snapshots(base: dict[str, Any], cur: dict[str, Any], allow_mismatch: bool) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    from perflint.facts.baseline import identity_mismatch
+
     bt, ct = base["traces"], cur["traces"]
     if len(bt) == 1 and len(ct) == 1:
         pairs = [(bt[0], ct[0])]
@@ -48,13 +47,18 @@ def pair_snapshots(base: dict[str, Any], cur: dict[str, Any], allow_mismatch: bo
 
 
 def run(args: argparse.Namespace) -> int:
+    from perflint.commands.baseline_io import load_baseline
+    from perflint.facts._compare import compare
+    from perflint.report.diff import render_diff_json, render_diff_markdown, render_diff_text
+
+    render = {"text": render_diff_text, "markdown": render_diff_markdown, "json": render_diff_json}
     jobs = jobs_of(args)
     base = load_baseline(args.base, args.include_edge_steps, args.input_format, jobs)
     cur = load_baseline(args.new, args.include_edge_steps, args.input_format, jobs)
     out = []
     for b, c in pair_snapshots(base, cur, args.allow_device_mismatch):
         out.append({"base": b["path"], "current": c["path"], "rank": c.get("rank"), "rows": compare(b, c)})
-    text = RENDER[args.format](out, args.alpha, args.top)
+    text = render[args.format](out, args.alpha, args.top)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as fh:
             fh.write(text)

@@ -6,9 +6,6 @@ import argparse
 import sys
 from typing import Any
 
-from perflint.config import load_config, selector_score
-from perflint.engine.docs import explain
-from perflint.engine.loader import load_rules
 from perflint.errors import UsageError
 
 
@@ -20,6 +17,10 @@ def add_parser(sub: Any, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from perflint.config import load_config, selector_score
+    from perflint.engine.docs import explain
+    from perflint.engine.loader import load_rules
+
     cfg = load_config(args.config)
     rules = load_rules(cfg.rule_dirs + list(args.rule_dir))
     exact = [r for r in rules if selector_score(args.rule, r) >= 900]

@@ -7,11 +7,7 @@ import json
 import sys
 from typing import Any
 
-from perflint.config import load_config
-from perflint.engine.docs import markdown
 from perflint.commands import rules_validate
-from perflint.engine.loader import load_rules
-from perflint.engine.rule import Rule
 from perflint.errors import UsageError
 
 
@@ -25,6 +21,11 @@ def add_parser(sub: Any, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from perflint.config import load_config
+    from perflint.engine.docs import markdown
+    from perflint.engine.loader import load_rules
+    from perflint.engine.rule import Rule
+
     if args.action == "schema":
         sys.stdout.write(json.dumps(Rule.model_json_schema(by_alias=True), indent=2) + "\n")
         return 0

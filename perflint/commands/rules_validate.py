@@ -11,8 +11,6 @@ import argparse
 import sys
 from typing import Any
 
-from perflint.engine.validate import validate_files
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="rule YAML files")
@@ -25,6 +23,8 @@ def add_parser(sub: Any, name: str = "validate") -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    from perflint.engine.validate import validate_files
+
     errors = validate_files(list(args.files))
     for e in errors:
         print(f"perflint: error: {e}", file=sys.stderr)

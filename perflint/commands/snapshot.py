@@ -6,7 +6,6 @@ import argparse
 import sys
 from typing import Any
 
-from perflint.commands.baseline_io import build_snapshot, write_json
 from perflint.commands.common import add_input_options, budget_of, jobs_of
 
 
@@ -17,6 +16,8 @@ def add_parser(sub: Any, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from perflint.commands.baseline_io import build_snapshot, write_json
+
     doc, errors = build_snapshot(args.paths, args.include_edge_steps, args.input_format, jobs_of(args), budget_of(args))
     for e in errors:
         print(f"perflint: error: {e}", file=sys.stderr)

@@ -10,10 +10,8 @@ from typing import Any
 
 from perflint import __version__
 from perflint.commands.common import add_input_options, budget_of, executor_of, jobs_of, report_errors
-from perflint.metrics.summary import summarize
 from perflint.model import Trace
-from perflint.pipeline import run as run_pipeline
-from perflint.report.summary_text import render_summary
+from perflint.pipeline import Prepared
 
 SCHEMA_VERSION = 1
 
@@ -31,6 +29,8 @@ def add_parser(sub: Any, name: str) -> None:
 
 
 def _one(trace: Trace, include_edge_steps: bool, timeline: bool) -> dict[str, Any]:
+    from perflint.metrics.summary import summarize
+
     out = summarize(trace, include_edge_steps=include_edge_steps)
     if timeline:
         from perflint.metrics.tb_gpu import gpu_timeline
@@ -40,8 +40,15 @@ def _one(trace: Trace, include_edge_steps: bool, timeline: bool) -> dict[str, An
 
 
 def run(args: argparse.Namespace) -> int:
-    fn = functools.partial(_one, include_edge_steps=args.include_edge_steps, timeline=args.timeline)
-    outcomes = run_pipeline(args.paths, fn, args.input_format, jobs_of(args), executor_of(args), budget_of(args))
+    # The read begins before the metrics modules are imported (pipeline.Prepared).
+    prepared = Prepared(args.paths, args.input_format, jobs_of(args), executor_of(args), budget_of(args))
+    try:
+        from perflint.metrics import summary  # noqa: F401 (imported while the workers decode)
+
+        fn = functools.partial(_one, include_edge_steps=args.include_edge_steps, timeline=args.timeline)
+        outcomes = prepared.run(fn)
+    finally:
+        prepared.close()
     failed = report_errors(outcomes, args.debug)
     traces = [o.result for o in outcomes if o.error is None]
     if args.format == "json":
@@ -55,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
 
         text = orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
     else:
+        from perflint.report.summary_text import render_summary
+
         text = "\n\n".join(render_summary(t) for t in traces) + ("\n" if traces else "")
     if args.output:
         with open(args.output, "w", encoding="utf-8") as fh:

@@ -6,14 +6,16 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
+from typing import Any
 
 from perflint.errors import InputError
 from perflint.model import Trace
 from perflint.plugins import entry_points
-from perflint.readers.kineto import read_kineto
-from perflint.readers.source import open_source, read_bytes
+from perflint.readers.kineto import read_kineto, start_kineto
+from perflint.readers.source import PendingRead, open_source, read_bytes
 
 Reader = Callable[[str, bytes], Trace]
 
@@ -40,15 +42,30 @@ def detect_format(path: str, data: bytes) -> str:
 
 def read_trace(path: str, fmt: str | None = None) -> Trace:
     """Read and decode one trace file into unlinked tables. Raises InputError with a one-line reason."""
-    readers = READERS if fmt in (None, *READERS) else {**READERS, **_plugin_readers()}
-    data = open_source(path)  # bytes, or an mmap of a big plain file
-    name = fmt or detect_format(path, data[:64])
-    reader = readers.get(name)
-    if reader is None:
-        raise InputError(path, f"unknown format '{name}' (known: {', '.join(sorted(readers))})")
-    if reader is not read_kineto and not isinstance(data, bytes):
+    return start_read(path, fmt).result()  # type: ignore[no-any-return]
+
+
+def start_read(path: str, fmt: str | None = None) -> PendingRead:
+    """`read_trace` begun (see kineto.start_kineto): `.result()` gives the Trace or raises what
+    `read_trace` raises, whenever the problem was found."""
+    try:
+        readers = READERS if fmt in (None, *READERS) else {**READERS, **_plugin_readers()}
+        data = open_source(path)  # bytes, or an mmap of a big plain file
+        name = fmt or detect_format(path, data[:64])
+        reader = readers.get(name)
+        if reader is None:
+            raise InputError(path, f"unknown format '{name}' (known: {', '.join(sorted(readers))})")
+        if reader is read_kineto:
+            return start_kineto(path, data)
+    except Exception as exc:  # raised by result(), like any other read error
+        return PendingRead(functools.partial(_raise, exc))
+    if not isinstance(data, bytes):
         data = bytes(data)  # plugin readers get bytes
-    return reader(path, data)
+    return PendingRead(functools.partial(reader, path, data))
+
+
+def _raise(exc: BaseException) -> Any:
+    raise exc
 
 
 def discover(paths: list[str]) -> tuple[list[str], list[InputError]]:
@@ -80,4 +97,4 @@ def _scan_dir(root: str) -> list[str]:
     return pt or found
 
 
-__all__ = ["READERS", "detect_format", "discover", "read_bytes", "read_trace"]
+__all__ = ["READERS", "PendingRead", "detect_format", "discover", "read_bytes", "read_trace", "start_read"]

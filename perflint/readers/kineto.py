@@ -53,7 +53,7 @@ from perflint.readers.kineto_codes import (  # noqa: F401 (re-exported: the read
     int_or as _int_or,
 )
 from perflint.readers.kineto_schema import DECODER, DEFAULT_ARGS, STRICT_DECODER, Args, Event, StrictSlice, TraceFile
-from perflint.readers.source import GzipStream, Unavailable, open_source, read_bytes
+from perflint.readers.source import GzipStream, PendingRead, Unavailable, open_source, read_bytes
 
 MAX_DUR_US = 7 * 24 * 3600 * 1e6  # HTA drops events longer than 7 days as corrupt
 _RANK_RE = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
@@ -1059,12 +1059,104 @@ def _slice_worker(args: tuple[str, int, int]) -> Any:
     return builder.export()
 
 
-def _read_parallel(path: str, data: Any, size: int, workers: int = 0) -> Trace | None:
-    """Slices decoded and turned into columns in forked workers, merged in file order here.
-    None when it cannot be done (then the sequential slicer runs).
+class _ParallelRead:
+    """A parallel read under way: slices decoded and turned into columns in forked workers,
+    merged in file order by `finish`.
 
-    `data` may be a GzipStream: each slice is handed out as soon as it is decompressed, into a
+    For a plain buffer every slice is submitted by `_start_parallel`, so the workers decode while
+    the caller does other work (loading the rules) before it calls `finish`. A GzipStream is
+    decompressed by `finish` itself: each slice is handed out as soon as it is decompressed, into a
     ring that holds a few slices per worker (a slice is merged before its bytes are reused)."""
+
+    def __init__(self, path: str, data: Any, n: int, start: int, cuts: Any, pool: Any) -> None:
+        self.path, self.data, self.n, self.start, self.cuts, self.pool = path, data, n, start, cuts, pool
+        self.stream = data if isinstance(data, GzipStream) else None
+        self.builder = ColumnBuilder(path)
+        self.pending: list[tuple[int, int, Any]] = []
+        self.next_pos = start + 1  # where the slice being cut (or the last one) begins
+        self.work_buf = _WORK_BUF  # restored when the read ends (a read may run inside another's window)
+
+    def submit(self, lo: int, hi: int) -> None:
+        global _WORK_BUF
+        _WORK_BUF = self.data  # the workers are forked at the first submit and see it
+        self.pending.append((lo, hi, self.pool.submit(_slice_worker, (self.path, lo, hi))))
+        self.next_pos = after(self.data, hi)
+
+    def _merge_first(self) -> None:
+        """Merge the oldest slice (waiting for it); Fallback if its cut was false."""
+        lo, hi, fut = self.pending.pop(0)
+        st = fut.result()
+        if st is None:
+            raise Fallback
+        if isinstance(st, tuple):
+            raise InputError(st[1], st[2])
+        self.builder.merge(st)
+        del st
+        if self.stream is not None:
+            self.stream.floor = self.pending[0][0] if self.pending else self.next_pos
+        if chunked.PROGRESS is not None:
+            chunked.PROGRESS(hi, self.n)
+
+    def _make_room(self, floor: int) -> bool:
+        """The ring needs the bytes below `floor`: merge the slices that live there."""
+        stream = self.stream
+        try:
+            while stream is not None and stream.floor < floor and self.pending:
+                self._merge_first()
+        except Fallback:
+            return False
+        return stream is not None and stream.floor >= floor
+
+    def finish(self) -> Trace | None:
+        """The trace; None when the slicing failed (the caller reads the file another way)."""
+        stream, data = self.stream, self.data
+        if stream is not None:
+            stream.floor, stream.make_room = self.next_pos, self._make_room
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            try:
+                for lo, hi in self.cuts:
+                    self.submit(lo, hi)
+                    while self.pending and self.pending[0][2].done():
+                        self._merge_first()
+                if stream is not None and not stream.finish():
+                    raise Fallback
+                # Meanwhile, here: the last slice and the metadata around the array.
+                last = last_slice(data, self.start, self.next_pos, self.n)
+                if last is None:
+                    raise Fallback
+                while self.pending:
+                    self._merge_first()
+            except (Fallback, Unavailable):
+                return None
+            finally:
+                self.close()
+            events, doc = last
+            self.builder.add(events)
+            del events
+            if stream is not None:
+                return self.builder.finish(doc, lambda: read_bytes(self.path))  # the ring holds only the end
+            return self.builder.finish(doc, lambda: bytes(data))
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    def close(self) -> None:
+        """Stop the workers (slices not started are dropped; running ones end with the pool)."""
+        global _WORK_BUF
+        for _, _, f in self.pending:
+            f.cancel()
+        self.pending = []
+        self.pool.shutdown(wait=True)
+        _WORK_BUF = self.work_buf
+        if self.stream is not None:
+            self.stream.make_room = None
+
+
+def _start_parallel(path: str, data: Any, size: int, workers: int = 0) -> _ParallelRead | None:
+    """A parallel read of `data` (see _ParallelRead), its slices already submitted when `data`
+    is a plain buffer; None when it cannot be done (then the sequential slicer runs)."""
     stream = data if isinstance(data, GzipStream) else None
     n = stream.size if stream is not None else len(data)
     workers = workers or _read_workers(max(1, n // size))
@@ -1077,6 +1169,7 @@ def _read_parallel(path: str, data: Any, size: int, workers: int = 0) -> Trace |
     if planned is None:
         return None
     start, cuts = planned
+    ranges: list[tuple[int, int]] = []
     if stream is None:  # a plain buffer: all cuts first (fewer than two: the slicer does better)
         try:
             ranges = list(cuts)
@@ -1084,74 +1177,34 @@ def _read_parallel(path: str, data: Any, size: int, workers: int = 0) -> Trace |
             return None
         if len(ranges) < 2:
             return None
-        cuts = iter(ranges)
+        cuts = iter(())
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    global _WORK_BUF
-    _WORK_BUF = data
-    builder = ColumnBuilder(path)
-    pending: list[tuple[int, int, Any]] = []
-    next_pos = start + 1  # where the slice being cut (or the last one) begins
-
-    def merge_first() -> None:
-        """Merge the oldest slice (waiting for it); Fallback if its cut was false."""
-        lo, hi, fut = pending.pop(0)
-        st = fut.result()
-        if st is None:
-            raise Fallback
-        if isinstance(st, tuple):
-            raise InputError(st[1], st[2])
-        builder.merge(st)
-        del st
-        if stream is not None:
-            stream.floor = pending[0][0] if pending else next_pos
-        if chunked.PROGRESS is not None:
-            chunked.PROGRESS(hi, n)
-
-    def make_room(floor: int) -> bool:
-        """The ring needs the bytes below `floor`: merge the slices that live there."""
-        try:
-            while stream is not None and stream.floor < floor and pending:
-                merge_first()
-        except Fallback:
-            return False
-        return stream is not None and stream.floor >= floor
-
-    if stream is not None:
-        stream.floor, stream.make_room = next_pos, make_room
     try:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            try:
-                for lo, hi in cuts:
-                    pending.append((lo, hi, pool.submit(_slice_worker, (path, lo, hi))))
-                    next_pos = after(data, hi)
-                    while pending and pending[0][2].done():
-                        merge_first()
-                if stream is not None and not stream.finish():
-                    raise Fallback
-                # Meanwhile, here: the last slice and the metadata around the array.
-                last = last_slice(data, start, next_pos, n)
-                if last is None:
-                    raise Fallback
-                while pending:
-                    merge_first()
-            except (Fallback, Unavailable):
-                for _, _, f in pending:
-                    f.cancel()
-                return None
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+        job = _ParallelRead(path, data, n, start, cuts, pool)
+        try:
+            for lo, hi in ranges:
+                job.submit(lo, hi)
+        except BaseException:
+            job.close()
+            raise
     except (OSError, RuntimeError, AssertionError):  # no processes here (sandbox, daemonic parent)
         return None
-    finally:
-        _WORK_BUF = None
-        if stream is not None:
-            stream.make_room = None
-    events, doc = last
-    builder.add(events)
-    del events
-    if stream is not None:
-        return builder.finish(doc, lambda: read_bytes(path))  # the ring holds only the end
-    return builder.finish(doc, lambda: bytes(data))
+    return job
+
+
+def _read_parallel(path: str, data: Any, size: int, workers: int = 0) -> Trace | None:
+    """Slices decoded and turned into columns in forked workers, merged in file order here.
+    None when it cannot be done (then the sequential slicer runs)."""
+    job = _start_parallel(path, data, size, workers)
+    if job is None:
+        return None
+    try:
+        return job.finish()
+    except (OSError, RuntimeError, AssertionError):  # a worker died (BrokenProcessPool is a RuntimeError)
+        return None
 
 
 def _read_whole(path: str, data: bytes) -> Trace:
@@ -1184,18 +1237,41 @@ def read_kineto(path: str, data: Any = None) -> Trace:
     (readers/chunked.py), the rest in one go; PERFLINT_READER=reference selects the whole-file
     decode and the event-by-event reference builder.
     """
+    return start_kineto(path, data).result()
+
+
+def start_kineto(path: str, data: Any = None) -> PendingRead:
+    """`read_kineto` begun: a big plain file's slices go to the worker processes now, so that the
+    caller can do other work (import and load the rules) while they decode. `.result()` ends the
+    read and raises its errors; `.cancel()` abandons it."""
     if data is None:
         data = open_source(path)
     stream = data if isinstance(data, GzipStream) else None
+    size = chunk_bytes()
+    n = stream.size if stream is not None else len(data)
+    plan = budget.plan(n, _read_workers(max(1, n // size)), size, gz=stream is not None)
+    size = plan.slice_bytes
+    job = None
+    # Tiny forced slices (a small budget) read sequentially.
+    if stream is None and not _reference() and n > 2 * size and size >= 1 << 20 and plan.workers > 1:
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            job = _start_parallel(path, data, size, plan.workers)
+        finally:
+            if was_enabled:
+                gc.enable()
+    return PendingRead(lambda: _read(path, data, plan, job), job.close if job is not None else None)
+
+
+def _read(path: str, data: Any, plan: budget.Plan, job: _ParallelRead | None) -> Trace:
+    stream = data if isinstance(data, GzipStream) else None
+    size = plan.slice_bytes
     # The cyclic GC would rescan millions of freshly allocated objects (DESIGN §9).
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         trace = None
-        size = chunk_bytes()
-        n = stream.size if stream is not None else len(data)
-        plan = budget.plan(n, _read_workers(max(1, n // size)), size, gz=stream is not None)
-        size = plan.slice_bytes
         if stream is not None:  # a big .gz: slices decoded while the rest is decompressed
             trace = None if _reference() else _read_parallel(path, stream, size, plan.workers)
             if trace is not None:
@@ -1205,8 +1281,13 @@ def read_kineto(path: str, data: Any = None) -> Trace:
             whole = data if isinstance(data, bytes) else bytes(data)
             events, doc = decode(path, whole)
             return build_trace_reference(path, events, doc, whole if b"cuda_profiler_range" in whole else None)
-        if len(data) > 2 * size and size >= 1 << 20 and plan.workers > 1:  # tiny forced slices: sequential
-            trace = _read_parallel(path, data, size, plan.workers)
+        if job is not None:
+            try:
+                trace = job.finish()
+            except (OSError, RuntimeError, AssertionError):  # a worker died (BrokenProcessPool)
+                trace = None
+        elif stream is not None and len(data) > 2 * size and size >= 1 << 20 and plan.workers > 1:
+            trace = _read_parallel(path, data, size, plan.workers)  # the .gz, now whole in memory
         if trace is None and len(data) > min(size, SLICED_MIN_BYTES):
             builder = ColumnBuilder(path)
             ok, doc = read_sliced(data, builder.add, size)

@@ -64,6 +64,27 @@ class MappedFile(mmap.mmap):
             out[:] = self[lo:hi]
 
 
+class PendingRead:
+    """A read begun (its slices may be decoding in worker processes): `result()` ends it and gives
+    the Trace or raises the read's error; `cancel()` abandons it. Each is done at most once."""
+
+    def __init__(self, finish: Callable[[], Any], cancel: Callable[[], None] | None = None) -> None:
+        self._finish: Callable[[], Any] | None = finish
+        self._cancel = cancel
+        self.started = cancel is not None  # work under way (worker processes) until it ends
+
+    def result(self) -> Any:
+        finish, self._finish, self._cancel, self.started = self._finish, None, None, False
+        if finish is None:
+            raise RuntimeError("the read was already ended")
+        return finish()
+
+    def cancel(self) -> None:
+        cancel, self._finish, self._cancel, self.started = self._cancel, None, None, False
+        if cancel is not None:
+            cancel()
+
+
 class Unavailable(LookupError):
     """Bytes of a GzipStream that are no longer (or not yet) in its ring."""
 

@@ -1,0 +1,81 @@
+"""The read of a single big trace begins before the rules load (pipeline.Prepared): the
+workers decode while the parent imports and validates; results are unchanged, and a bad config
+or rule file found meanwhile still ends the run with one line and exit 2, leaving no workers."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+from pathlib import Path
+
+import pytest
+
+from perflint.cli import main
+from perflint.graph.build import link
+from perflint.pipeline import Prepared
+from perflint.readers import kineto, start_read
+from perflint.readers.source import read_bytes
+from tests.conftest import shared_trace
+from tests.test_perf_equivalence import _reference, assert_same_trace
+
+SRC = "tracelens/traces/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"  # 8.6 MB of JSON
+
+
+@pytest.fixture
+def big(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A plain trace of several 1 MiB slices, read by two workers."""
+    path = tmp_path / "rank0.json"
+    path.write_bytes(read_bytes(shared_trace(SRC)))
+    monkeypatch.setenv("PERFLINT_CHUNK_BYTES", str(1 << 20))
+    monkeypatch.setattr(kineto, "READ_WORKERS", 2)
+    return path
+
+
+def test_read_begins_in_workers_and_gives_the_same_trace(big: Path) -> None:
+    prepared = Prepared([str(big)], jobs=2)
+    try:
+        assert prepared.pending is not None and prepared.pending.started
+        assert len(multiprocessing.active_children()) == 2  # decoding while we get on
+        (out,) = prepared.run(lambda t: t)
+    finally:
+        prepared.close()
+    assert out.error is None
+    assert_same_trace(link(_reference(str(big), big.read_bytes())), out.result)
+    assert multiprocessing.active_children() == []
+
+
+def test_abandoned_read_stops_its_workers(big: Path) -> None:
+    pending = start_read(str(big))
+    assert pending.started
+    pending.cancel()
+    assert not pending.started and multiprocessing.active_children() == []
+    with pytest.raises(RuntimeError):
+        pending.result()
+
+
+def test_bad_config_during_the_read(big: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "perflint.yaml"
+    cfg.write_text("fail-on: sometimes\n")
+    assert main(["check", str(big), "--config", str(cfg)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(cfg) in err[0], err
+    assert multiprocessing.active_children() == []
+
+
+def test_errors_surface_when_the_result_is_asked(tmp_path: Path) -> None:
+    missing = start_read(str(tmp_path / "nope.json"))
+    assert not missing.started
+    with pytest.raises(Exception, match="nope.json"):
+        missing.result()
+
+
+def test_reports_identical_to_the_reference_reader(big: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    def check() -> tuple[int, dict[str, object]]:
+        code = main(["check", str(big), "--format", "json"])
+        doc = json.loads(capsys.readouterr().out)
+        doc.pop("generated_at", None)
+        return code, doc
+
+    early = check()
+    monkeypatch.setenv("PERFLINT_READER", "reference")
+    assert check() == early
