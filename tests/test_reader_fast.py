@@ -116,6 +116,13 @@ VARIANTS: dict[str, tuple[Callable[[TraceBuilder], None], str]] = {
     "corr_str": (_set("cuda_runtime", "correlation", "1001"), "lenient"),
     "seq_float": (_set("cpu_op", "Sequence number", 3.7), "lenient"),
     "fwd_neg": (_set("cpu_op", "Fwd thread id", -1), "strict"),
+    # seq / fwd_tid skip the conversion when every value is the default: one set, or all set
+    "seq_on_one": (_set("cpu_op", "Sequence number", 7), "strict"),
+    "seq_every": (_set("cpu_op", "Sequence number", 7, every=True), "strict"),
+    "fwd_on_one": (_set("cpu_op", "Fwd thread id", 2**40), "strict"),
+    # threads are keyed through zip(pids, tids): big ints, and an int pid next to a str one
+    "pid_huge": (_event("cpu_op", "pid", 2**70), "strict"),
+    "pid_str_and_int": (_event("cpu_op", "pid", "1000"), "strict"),
     "ts_int_huge": (_event("cpu_op", "ts", 2**64 + 1), "strict"),
     "ts_int_rounded": (_event("kernel", "ts", 2**53 + 1), "strict"),
     "ts_int_max": (_event("cuda_runtime", "ts", 2**63 - 1), "strict"),
@@ -179,6 +186,7 @@ VARIANTS: dict[str, tuple[Callable[[TraceBuilder], None], str]] = {
 # Bad values: each way must give the same one-line error.
 ERRORS: dict[str, tuple[Callable[[TraceBuilder], None], str]] = {
     "ext_beyond_int64": (_set("cpu_op", "External id", 2**63), "miss"),
+    "seq_beyond_int64": (_set("cpu_op", "Sequence number", 2**63), "miss"),
     "corr_beyond_uint64": (_set("kernel", "correlation", 2**70), "miss"),
     "device_beyond_int32": (_set("kernel", "device", 2**40), "miss"),
     "regs_beyond_int32": (_set("kernel", "registers per thread", 2**33), "miss"),
