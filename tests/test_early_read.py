@@ -1,6 +1,7 @@
-"""The read of a single big trace begins before the rules load (pipeline.Prepared): the
-workers decode while the parent imports and validates; results are unchanged, and a bad config
-or rule file found meanwhile still ends the run with one line and exit 2, leaving no workers."""
+"""Reads begin before the rules load (pipeline.Prepared): a single big trace decodes in worker
+processes, and --jobs rank workers read their first traces, while the parent imports and
+validates. Results are unchanged, and a bad config or rule file found meanwhile still ends the
+run with one line and exit 2, leaving no workers."""
 
 from __future__ import annotations
 
@@ -79,3 +80,59 @@ def test_reports_identical_to_the_reference_reader(big: Path, monkeypatch: pytes
     early = check()
     monkeypatch.setenv("PERFLINT_READER", "reference")
     assert check() == early
+
+
+@pytest.fixture
+def ranks(tmp_path: Path) -> Path:
+    """Three small rank files and one that is not a trace."""
+    doc = json.loads(read_bytes(shared_trace("hta/trace_filter/sampled_rank-0.json.gz")))
+    for r in range(3):
+        doc["distributedInfo"] = {**(doc.get("distributedInfo") or {}), "rank": r, "world_size": 3}
+        (tmp_path / f"rank{r}.json").write_text(json.dumps(doc))
+    (tmp_path / "rank3.json").write_text('{"traceEvents": [')
+    return tmp_path
+
+
+def _digest(outcomes: list) -> list[tuple[str, object, object]]:
+    return [(o.path, o.error, None if o.result is None else o.result.findings) for o in outcomes]
+
+
+def test_rank_workers_read_before_the_work_exists(ranks: Path) -> None:
+    from perflint.engine.loader import load_rules
+    from perflint.config import Config, select_rules
+    from perflint.commands.check import _check_one
+    import functools
+
+    prepared = Prepared([str(ranks)], jobs=2)
+    try:
+        assert prepared.ranks is not None  # submitted: the workers are reading already
+        assert len(multiprocessing.active_children()) == 2
+        active = select_rules(load_rules([]), Config(), None, None, None)
+        fn = functools.partial(_check_one, active=active, include_edge_steps=False)
+        early = prepared.run(fn)
+    finally:
+        prepared.close()
+    assert multiprocessing.active_children() == []
+    serial = Prepared([str(ranks)], jobs=1)
+    assert serial.ranks is None
+    want = serial.run(fn)
+    assert _digest(early) == _digest(want)
+    assert [o.error is not None for o in early] == [False, False, False, True]
+    assert "rank3.json" in (early[3].error or "")
+
+
+def test_rank_workers_stop_when_the_run_does(ranks: Path) -> None:
+    prepared = Prepared([str(ranks)], jobs=2)
+    assert prepared.ranks is not None
+    prepared.close()  # e.g. a bad rule file: the waiting workers are let go
+    assert multiprocessing.active_children() == []
+
+
+def test_bad_rule_dir_with_rank_workers(ranks: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "rules"
+    bad.mkdir()
+    (bad / "X.yaml").write_text("code: nope\n")
+    assert main(["check", str(ranks), "--jobs", "2", "--rule-dir", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "X.yaml" in err[0], err
+    assert multiprocessing.active_children() == []

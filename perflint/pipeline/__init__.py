@@ -4,45 +4,17 @@ file costs only itself, and files can go to worker processes."""
 from __future__ import annotations
 
 import os
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from perflint.errors import InputError, PerflintError, UsageError
+from perflint.errors import InputError, UsageError
 from perflint.model import Trace
-from perflint.graph.build import link
-from perflint.graph.load import load_trace
+from perflint.pipeline.work import Outcome, Work, run_one as _run_one
 from perflint.readers import PendingRead, budget, discover, start_read
 
-
-@dataclass
-class Outcome:
-    path: str
-    result: Any = None
-    error: str | None = None  # one line: "<path>: <problem>"
-    debug: str | None = None  # traceback of an unexpected failure, shown with --debug
-
-
-Work = tuple[str, str | None, Callable[[Trace], Any], int | None]
-
-
-def _run_one(args: Work, pending: PendingRead | None = None) -> Outcome:
-    path, fmt, fn, memory_budget = args
-    budget.MEMORY_BUDGET = memory_budget  # here too: a worker process or a dask worker
-    try:
-        trace = link(pending.result()) if pending is not None else load_trace(path, fmt)
-        return Outcome(path, result=fn(trace))
-    except PerflintError as exc:
-        return Outcome(path, error=exc.line())
-    except MemoryError:
-        return Outcome(path, error=f"{path}: out of memory while reading the trace")
-    except Exception as exc:  # a bug in perflint must still not lose the other traces
-        return Outcome(
-            path,
-            error=f"{path}: internal error while analysing the trace ({type(exc).__name__}: {exc})",
-            debug=traceback.format_exc(),
-        )
+if TYPE_CHECKING:
+    from perflint.pipeline.ranks import RankPool
 
 
 def default_jobs() -> int:
@@ -59,10 +31,11 @@ class Executor:
 
 
 class Prepared:
-    """The traces under `paths`, found; when they are one file read here (not in --jobs or dask
-    workers), its read has begun (`readers.start_read`): a big file decodes in worker processes
-    while the caller loads its rules. `run(fn)` does the work; `close()` abandons a read that
-    `run` never ended (a bad config or rule file)."""
+    """The traces under `paths`, found, and their reads begun, so that the caller loads its rules
+    while they decode: one file read here starts in `readers.start_read` (a big one decodes in
+    worker processes); rank files for local --jobs workers go to a `ranks.RankPool` (each worker
+    reads its first trace, then waits for the work). `run(fn)` does the work; `close()` abandons
+    reads that `run` never ended (a bad config or rule file)."""
 
     def __init__(
         self,
@@ -75,6 +48,9 @@ class Prepared:
         self.fmt, self.jobs, self.executor, self.memory_budget = fmt, jobs, executor or Executor(), memory_budget
         self.files, self.errors = discover(paths)
         self.pending: PendingRead | None = None
+        self.ranks: RankPool | None = None
+        if self.executor.kind != "dask" and jobs > 1 and len(self.files) > 1:
+            self.ranks = _rank_pool(self.files, fmt, jobs, memory_budget)
         if self.executor.kind != "dask" and len(self.files) == 1:
             from perflint.readers import kineto
 
@@ -86,6 +62,9 @@ class Prepared:
         if self.pending is not None:
             self.pending.cancel()
             self.pending = None
+        if self.ranks is not None:
+            self.ranks.close()
+            self.ranks = None
 
     def run(self, fn: Callable[[Trace], Any]) -> list[Outcome]:
         """`fn(trace)` for every trace, in path order. `fn` must be picklable for jobs > 1."""
@@ -99,7 +78,15 @@ class Prepared:
                 for o in _run_dask(work, jobs, ex.scheduler):
                     outcomes.append(o)
                     progress.advance(o.path)
-            elif jobs > 1 and len(work) > 1:
+            elif self.ranks is not None:
+                ranks, self.ranks = self.ranks, None
+                try:
+                    for o in ranks.results(fn):
+                        outcomes.append(o)
+                        progress.advance(o.path)
+                finally:
+                    ranks.close()
+            elif jobs > 1 and len(work) > 1:  # no fork here: the work goes with each trace
                 import multiprocessing
                 from concurrent.futures import ProcessPoolExecutor
 
@@ -143,6 +130,19 @@ def run(
         return prepared.run(fn)
     finally:
         prepared.close()
+
+
+def _rank_pool(files: list[str], fmt: str | None, jobs: int, memory_budget: int | None) -> RankPool | None:
+    import multiprocessing
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return None
+    from perflint.pipeline.ranks import RankPool
+
+    try:
+        return RankPool(files, fmt, jobs, memory_budget)
+    except (OSError, RuntimeError):  # no processes here (sandbox, daemonic parent): run() decides
+        return None
 
 
 def _hook_progress(progress: Any, on: bool) -> None:
