@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from perflint.metrics.intervals import covered_before, merge
+from perflint.metrics.intervals import covered_before, merge, reduce_at
 from perflint.model import KERNEL, MEMCPY, MEMSET, NONE, OP_CPU, Trace
 
 TAIL_RATIO = 0.8  # plugin: a last step with < 80 % of the previous step's device work is dropped
@@ -72,8 +72,8 @@ def _extend_to_device(trace: Trace, starts: np.ndarray, ends: np.ndarray) -> tup
     count = np.bincount(ms, minlength=n)
     dmin = np.full(n, np.inf)
     dmax = np.full(n, -np.inf)
-    np.minimum.at(dmin, ms, g.ts[matched])
-    np.maximum.at(dmax, ms, d_end[matched])
+    reduce_at(np.minimum, dmin, ms, g.ts[matched])
+    reduce_at(np.maximum, dmax, ms, d_end[matched])
 
     prev = float(starts[0])
     if count[0]:
@@ -166,13 +166,17 @@ def gpu_metrics(trace: Trace, device: int | None = None) -> dict[str, float | No
 
 
 def gpu_summary(trace: Trace) -> dict[str, float | None]:
-    """The `gpu.*` keys of `perflint summary`, in percent."""
-    m = gpu_metrics(trace)
-    return {
-        "utilization_pct": None if m["utilization"] is None else 100.0 * m["utilization"],
-        "sm_efficiency_pct": None if m["sm_efficiency"] is None else 100.0 * m["sm_efficiency"],
-        "achieved_occupancy_pct": m["achieved_occupancy"],
-    }
+    """The `gpu.*` keys of `perflint summary`, in percent. Kept in trace.cache (the summary and
+    the fact sources both ask); callers get their own copy."""
+    got = trace.cache.get("gpu_summary")
+    if got is None:
+        m = gpu_metrics(trace)
+        got = trace.cache["gpu_summary"] = {
+            "utilization_pct": None if m["utilization"] is None else 100.0 * m["utilization"],
+            "sm_efficiency_pct": None if m["sm_efficiency"] is None else 100.0 * m["sm_efficiency"],
+            "achieved_occupancy_pct": m["achieved_occupancy"],
+        }
+    return dict(got)
 
 
 def profiler_range(trace: Trace) -> tuple[float, float] | None:
