@@ -203,7 +203,7 @@ def enclosing(
     end = ts + dur
     # Last interval starting at or before the query point (ties: the innermost, sorted last).
     cand = np.full(nq, NONE, dtype=np.int64)
-    for t in np.unique(q_thread).tolist():
+    for t in _distinct(q_thread):
         lo, hi = np.searchsorted(s_thr, [t, t + 1])
         if lo == hi:
             continue
@@ -235,6 +235,17 @@ def enclosing(
     c[sel] = parent[cc]  # the first ancestor that does not end before the query
     out[valid] = c
     return out
+
+
+def _distinct(col: np.ndarray) -> list[int]:
+    """np.unique(col).tolist() for an int column; a bincount when the values are small
+    non-negative ids (thread indices are), which costs a pass instead of a sort."""
+    if len(col) == 0:
+        return []
+    lo, hi = int(col.min()), int(col.max())
+    if lo < 0 or hi > 4 * len(col) + 1024:
+        return np.unique(col).tolist()  # type: ignore[no-any-return]
+    return np.flatnonzero(np.bincount(col, minlength=hi + 1)).tolist()  # type: ignore[no-any-return]
 
 
 def _enclosing_loop(
