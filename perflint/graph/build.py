@@ -356,3 +356,25 @@ def top_ops(trace: Trace) -> np.ndarray:
         return best
 
     return _cached(trace, "_graph_top_ops", (ops.parent, member), make)
+
+
+def top_ops_of(trace: Trace, op: np.ndarray) -> np.ndarray:
+    """`top_ops(trace)[op]` for an array of op indices (none NONE), without the whole-trace
+    table: walks up the asked ops' chains only, one vectorized step per level (the summary asks
+    for the launching ops of a few kernels, a small share of the ops)."""
+    member = _stack_member_array(trace)
+    parent = trace.ops.parent
+    op = np.asarray(op, dtype=np.int64)
+    best = np.where(member[op], op, NONE).astype(np.int64)
+    cur = parent[op].astype(np.int64)
+    live = np.flatnonzero(cur != NONE)
+    for _ in range(len(parent)):  # bounded: a parent cycle cannot hang the walk
+        if len(live) == 0:
+            break
+        c = cur[live]
+        up = member[c]
+        best[live[up]] = c[up]  # later (outer) members overwrite inner ones
+        nxt = parent[c]
+        cur[live] = nxt
+        live = live[nxt != NONE]
+    return best

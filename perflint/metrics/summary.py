@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from perflint.graph.build import top_ops
+from perflint.graph.build import top_ops, top_ops_of
 from perflint.metrics.kernels import CATEGORIES, SYNC_CATEGORY, classify
 from perflint.metrics.steps import analysis_steps
 from perflint.metrics.tb_gpu import gpu_summary
@@ -34,7 +34,7 @@ def top_level_ops(trace: Trace, gpu_rows: np.ndarray) -> np.ndarray:
     ok = np.flatnonzero(r != NONE)
     op = trace.runtime.op[r[ok]]
     has = op != NONE
-    out[ok[has]] = top_ops(trace)[op[has]]
+    out[ok[has]] = top_ops_of(trace, op[has])
     return out
 
 
