@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from perflint.facts import Context
-from perflint.facts._group import factorize, present_ids
+from perflint.facts._group import factorize, present_ids, unique_inverse
 from perflint.metrics.dtypes import op_dtype
 from perflint.model import NONE, OP_CPU, Trace
 
@@ -150,9 +150,9 @@ def op_arrays(ctx: Context) -> OpArrays:
             cur[:] = sk[lv.parent_pos[k]]
         mem = mem_lo[b[k] : b[k + 1]]
         if mem.any():
-            u, inv = np.unique((cur[mem] + 1) * width + code[b[k] : b[k + 1]][mem], return_inverse=True)
+            u, inv = unique_inverse((cur[mem] + 1) * width + code[b[k] : b[k + 1]][mem])
             ids = np.asarray([table.setdefault(c, len(table)) for c in u.tolist()], dtype=np.int64)
-            cur[mem] = ids[inv.reshape(-1)]
+            cur[mem] = ids[inv]
     stack_key = np.empty(n, dtype=np.int64)
     stack_key[lv.order] = sk
     dims_op = propagate(ctx, np.where(member & (o.dims != NONE), idx, NONE))

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from perflint.graph.build import top_ops, top_ops_of
+from perflint.metrics.ids import unique_inverse
 from perflint.metrics.kernels import CATEGORIES, SYNC_CATEGORY, classify
 from perflint.metrics.steps import analysis_steps
 from perflint.metrics.tb_gpu import gpu_summary
@@ -55,7 +56,7 @@ def top_kernels(trace: Trace, limit: int = TOP_KERNELS) -> list[dict[str, Any]]:
     kern = np.flatnonzero(g.kind == KERNEL)
     if len(kern) == 0:
         return []
-    names, inverse = np.unique(g.name[kern], return_inverse=True)
+    names, inverse = unique_inverse(g.name[kern])
     totals = np.bincount(inverse, weights=g.dur[kern])
     counts = np.bincount(inverse)
     order = np.argsort(-totals, kind="stable")[:limit]

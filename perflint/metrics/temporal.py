@@ -22,6 +22,7 @@ from typing import Callable
 
 import numpy as np
 
+from perflint.metrics.ids import unique_inverse
 from perflint.metrics.intervals import merge
 from perflint.model import NONE, Trace
 
@@ -130,7 +131,7 @@ def hta_temporal(trace: Trace) -> TemporalBreakdown | None:
         busy = float((me - ms).sum())
         idle = kernel_time - busy
         names = g.name[mask]
-        uniq, inv = np.unique(names, return_inverse=True)
+        uniq, inv = unique_inverse(names)
         is_compute = np.array([hta_kernel_type(trace.s(int(n))) == "COMPUTATION" for n in uniq.tolist()], dtype=bool)
         c = is_compute[inv] if len(uniq) else np.zeros(0, dtype=bool)
         cs, ce = merge(ts[c], end[c])
