@@ -16,7 +16,7 @@ import numpy as np
 from perflint.facts import Context, Row, fact
 from perflint.facts.steps import GAP_FLOOR_US, busy_intervals, device_work, window_gaps, windows
 from perflint.facts._optree import op_arrays, stack_names
-from perflint.graph.build import is_step_marker
+from perflint.graph.build import is_step_marker, ops_by_thread_ts
 from perflint.model import NONE, Trace
 
 FIELDS = {
@@ -38,7 +38,9 @@ def _ops_on_threads(t: Trace, cache: dict[str, Any]) -> tuple[np.ndarray, np.nda
     """Ops sorted by (thread, ts, -dur), with their threads and start times in that order."""
     got = cache.get("ops_by_thread_ts")
     if got is None:
-        order = _by_thread_ts(t.ops.thread, t.ops.ts, t.ops.dur)
+        order = ops_by_thread_ts(t)  # link sorted them so (no NaN there: same order)
+        if order is None or np.isnan(t.ops.ts).any() or np.isnan(t.ops.dur).any():
+            order = _by_thread_ts(t.ops.thread, t.ops.ts, t.ops.dur)
         got = (order, t.ops.thread[order], t.ops.ts[order])
         cache["ops_by_thread_ts"] = got
     return got  # type: ignore[no-any-return]

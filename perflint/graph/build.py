@@ -58,8 +58,10 @@ def link(trace: Trace) -> Trace:
     ops, rt, gpu = trace.ops, trace.runtime, trace.gpu
     parent, depth, order = nest(ops.thread, ops.ts, ops.dur)
     ops.parent, ops.depth = parent, depth
+    trace.cache["_graph_op_order"] = (ops.thread, ops.ts, ops.dur, order)
     rt.op = enclosing(ops.thread, ops.ts, ops.dur, parent, order, rt.thread, rt.ts)
-    gpu.launch = _by_correlation(rt.correlation, gpu.correlation)
+    gpu.launch, unique = _match_correlation(rt.correlation, gpu.correlation)
+    trace.cache["_graph_corr_unique"] = (rt.correlation, gpu.correlation, gpu.launch, unique)
     _link_counter_ranges(trace)
     _link_forward(trace)
     _sources(trace)
@@ -68,16 +70,46 @@ def link(trace: Trace) -> Trace:
 
 
 def _by_correlation(rt_corr: np.ndarray, gpu_corr: np.ndarray) -> np.ndarray:
+    return _match_correlation(rt_corr, gpu_corr)[0]
+
+
+def _match_correlation(rt_corr: np.ndarray, gpu_corr: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Launching runtime call of each GPU row (NONE when none), and whether the runtime ids other
+    than NONE are unique (read off the sort the match needs anyway)."""
     out = np.full(len(gpu_corr), NONE, dtype=np.int32)
-    if len(rt_corr) == 0 or len(gpu_corr) == 0:
-        return out
+    if len(rt_corr) == 0:
+        return out, True
     order = np.argsort(rt_corr, kind="stable")
     sorted_corr = rt_corr[order]
+    unique = not bool(((sorted_corr[1:] == sorted_corr[:-1]) & (sorted_corr[1:] != NONE)).any())
+    if len(gpu_corr) == 0:
+        return out, unique
     pos = np.searchsorted(sorted_corr, gpu_corr)
     pos_c = np.minimum(pos, len(sorted_corr) - 1)
     hit = (sorted_corr[pos_c] == gpu_corr) & (gpu_corr != NONE)
     out[hit] = order[pos_c[hit]]
-    return out
+    return out, unique
+
+
+def ops_by_thread_ts(trace: Trace) -> np.ndarray | None:
+    """The ops in np.lexsort((-dur, ts, thread)) order, as the nesting step sorted them (None when
+    the columns changed since, or never went through link)."""
+    got = trace.cache.get("_graph_op_order")
+    ops = trace.ops
+    if got is None or got[0] is not ops.thread or got[1] is not ops.ts or got[2] is not ops.dur:
+        return None
+    return got[3]  # type: ignore[no-any-return]
+
+
+def unique_correlation_launch(trace: Trace) -> np.ndarray | None:
+    """gpu.launch when it is the whole correlation match: no two runtime calls share a
+    correlation id, so a GPU row's id (other than NONE) occurs on its launch call and on no other
+    runtime call. None when that is not known (ids repeat, or the columns changed since link)."""
+    got = trace.cache.get("_graph_corr_unique")
+    rt, gpu = trace.runtime, trace.gpu
+    if got is None or got[0] is not rt.correlation or got[1] is not gpu.correlation or got[2] is not gpu.launch:
+        return None
+    return gpu.launch if got[3] else None
 
 
 def _link_counter_ranges(trace: Trace) -> None:

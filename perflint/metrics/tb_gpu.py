@@ -130,9 +130,11 @@ def sm_segments(k: _DeviceKernels) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return np.zeros(0), np.zeros(0), np.zeros(0)
     v = k.blocks_per_sm[has]
     t = np.concatenate((k.ts[has], k.end[has]))
-    typ = np.concatenate((np.zeros(len(v), np.int8), np.ones(len(v), np.int8)))  # starts before ends
     val = np.concatenate((v, -v))
-    order = np.lexsort((typ, t))
+    # np.lexsort((typ, t)) with typ 0 for starts, 1 for ends: starts come first in `t`, so a stable
+    # sort by time alone puts them before ends at equal times (NaNs too); the two nearly sorted
+    # halves merge in one timsort pass.
+    order = np.argsort(t, kind="stable")
     t, val = t[order], val[order]
     running = np.cumsum(val)  # sequential, like the plugin's running sum (same float residue)
     seg = (t[1:] > t[:-1]) & (running[:-1] > 0)
