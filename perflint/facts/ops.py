@@ -117,10 +117,11 @@ def _targets(ctx: Context, cand: np.ndarray) -> np.ndarray:
         for o, leaf in owner.items():
             target[o] = leaf
         return target
-    depth = ops.depth.tolist()
-    seq = sorted(set(cand.tolist()), key=lambda o: -depth[o])
+    # sorted(set(cand), key=-depth): a stable sort of the set's iteration order by -depth
+    in_set = np.fromiter(set(cand.tolist()), dtype=np.int64)
+    seq = in_set[np.argsort(-ops.depth[in_set].astype(np.int64), kind="stable")]
     rank = np.full(n, len(seq), dtype=np.int64)
-    rank[np.asarray(seq, dtype=np.int64)] = np.arange(len(seq))
+    rank[seq] = np.arange(len(seq))
     eligible = np.full(n, NONE, dtype=np.int64)
     eligible[cand] = cand
     inner = propagate(ctx, eligible)  # innermost eligible op on each chain (self included)
@@ -138,7 +139,7 @@ def _targets(ctx: Context, cand: np.ndarray) -> np.ndarray:
     leaf = is_cand & (best == len(seq))
     target[leaf] = np.flatnonzero(leaf)
     wrap = is_cand & ~leaf
-    target[wrap] = np.asarray(seq, dtype=np.int64)[best[wrap]]
+    target[wrap] = seq[best[wrap]]
     return target
 
 

@@ -45,6 +45,7 @@ def nest(thread: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> tuple[np.ndarra
 
 
 _CHASE_ROUNDS = 48  # pointer-chasing rounds before the remaining queries switch to a search
+_CLIMB_ROUNDS = 16  # one-level climbing rounds in `enclosing` before binary lifting takes over
 _MAX_SEGMENT_LOOPS = 1024  # threads beyond which _prev_ge skips its per-thread root pre-pass
 
 
@@ -214,24 +215,37 @@ def enclosing(
     if np.isnan(end).any() or not bool((end[parent[has]] >= end[has]).all()):
         return _enclosing_loop(cand, q_ts, parent, end, out)
     # Ends never decrease up a parent chain, so "climb while the interval ends before the query"
-    # stops at one point that binary lifting finds in O(log depth) vectorized steps.
-    up = [parent.astype(np.int64)]
-    while True:
-        u = up[-1]
-        nxt = np.where(u >= 0, u[np.maximum(u, 0)], NONE)
-        if not (nxt >= 0).any():
-            break
-        up.append(nxt)
+    # stops at one point. Few queries climb and real trees are shallow: climb a level at a time
+    # over the climbers only; binary lifting (O(log depth) steps, a table over all intervals)
+    # finishes what is left after _CLIMB_ROUNDS.
     valid = np.flatnonzero(cand != NONE)
     c = cand[valid]
     q = q_ts[valid]
     climb = end[c] < q
     sel = np.flatnonzero(climb)
     cc, qq = c[sel], q[sel]
-    for u in reversed(up):
-        a = u[cc]
-        mv = (a >= 0) & (end[np.maximum(a, 0)] < qq)
-        cc[mv] = a[mv]
+    live = np.arange(len(sel))
+    for _ in range(_CLIMB_ROUNDS):
+        if len(live) == 0:
+            break
+        a = parent[cc[live]]
+        mv = (a >= 0) & (end[np.maximum(a, 0)] < qq[live])
+        cc[live[mv]] = a[mv]
+        live = live[mv]
+    if len(live):
+        up = [parent.astype(np.int64)]
+        while True:
+            u = up[-1]
+            nxt = np.where(u >= 0, u[np.maximum(u, 0)], NONE)
+            if not (nxt >= 0).any():
+                break
+            up.append(nxt)
+        cl, ql = cc[live], qq[live]
+        for u in reversed(up):
+            a = u[cl]
+            mv = (a >= 0) & (end[np.maximum(a, 0)] < ql)
+            cl[mv] = a[mv]
+        cc[live] = cl
     c[sel] = parent[cc]  # the first ancestor that does not end before the query
     out[valid] = c
     return out
