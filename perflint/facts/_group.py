@@ -14,7 +14,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from perflint.metrics.ids import unique_inverse  # noqa: F401  (re-exported)
+from perflint.graph.ids import unique_inverse  # noqa: F401  (re-exported)
 
 K = TypeVar("K", bound=Hashable)
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from perflint.facts import Context
 from perflint.facts._group import factorize, present_ids, unique_inverse
+from perflint.graph.ids import isin_ids
 from perflint.metrics.dtypes import op_dtype
 from perflint.model import NONE, OP_CPU, Trace
 
@@ -48,6 +49,18 @@ class Levels:
         return self.order[self.bounds[k] : self.bounds[k + 1]]
 
 
+def depth_is_nesting(ctx: Context) -> bool:
+    """ops.depth is the nesting depth of ops.parent (it is after the graph step); checked once."""
+    got = ctx.cache.get("depth_is_nesting")
+    if got is None:
+        ops = ctx.trace.ops
+        parent, depth = ops.parent, ops.depth
+        has = parent != NONE
+        got = len(depth) == len(parent) and not (depth[~has] != 0).any() and np.array_equal(depth[has], depth[parent[has]] + 1)
+        ctx.cache["depth_is_nesting"] = got
+    return bool(got)
+
+
 def op_levels(ctx: Context) -> Levels:
     """The ops' levels, from ops.depth when it is the nesting depth of ops.parent (it is after the
     graph step), else recomputed."""
@@ -55,8 +68,7 @@ def op_levels(ctx: Context) -> Levels:
     if got is None:
         parent = ctx.trace.ops.parent.astype(np.int64)
         depth = ctx.trace.ops.depth
-        has = parent != NONE
-        if len(depth) != len(parent) or (depth[~has] != 0).any() or not np.array_equal(depth[has], depth[parent[has]] + 1):
+        if not depth_is_nesting(ctx):
             depth = _depths(parent)
         if len(parent) == 0:
             got = Levels(np.zeros(0, dtype=np.int64), [0], [])
@@ -120,7 +132,7 @@ def stack_member(t: Trace) -> np.ndarray:
     markers = [i for i in present_ids(o.name) if t.s(i).startswith("ProfilerStep#")]
     member = o.kind == OP_CPU
     if markers:
-        member = member & ~np.isin(o.name, np.asarray(markers, dtype=o.name.dtype))
+        member = member & ~isin_ids(o.name, np.asarray(markers, dtype=o.name.dtype))
     return member  # type: ignore[no-any-return]
 
 
@@ -248,5 +260,16 @@ def op_infos(ctx: Context, ops: np.ndarray) -> tuple[np.ndarray, list[OpInfo]]:
         np.where(valid, a.fwd[safe] != NONE, False).astype(np.int64),
     ]
     ids, first = factorize(cols)
-    infos = [op_info(ctx, int(ops[f])) for f in first.tolist()]
+    # The cache key of each group's first op, read off the columns in bulk (op_info's key:
+    # _info_key of a linked op is exactly its row of `cols`).
+    cache: dict[tuple[int, ...], OpInfo] = ctx.cache.setdefault("op_info", {})
+    infos = []
+    for op, key in zip(ops[first].tolist(), zip(*(c[first].tolist() for c in cols))):
+        if op == NONE:
+            infos.append(_NO_OP)
+            continue
+        got = cache.get(key)
+        if got is None:
+            got = cache[key] = _build(ctx, op)
+        infos.append(got)
     return ids, infos

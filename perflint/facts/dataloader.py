@@ -19,6 +19,7 @@ import numpy as np
 from perflint.facts import Context, Row, capability, enricher
 from perflint.facts._group import present_ids
 from perflint.facts._spans import EMPTY, Spans, length, overlap, spans, step_windows, union
+from perflint.graph.ids import isin_ids
 from perflint.model import GPU_SYNC, Trace
 
 FIELDS = {
@@ -42,7 +43,7 @@ def dataloader_ops(t: Trace) -> np.ndarray:
     got = t.cache.get("dataloader_ops")
     if got is None:
         hit = [i for i in present_ids(t.ops.name) if is_dataloader_name(t.strings[i])]
-        got = np.flatnonzero(np.isin(t.ops.name, hit)) if hit else np.zeros(0, dtype=np.int64)
+        got = np.flatnonzero(isin_ids(t.ops.name, hit)) if hit else np.zeros(0, dtype=np.int64)
         t.cache["dataloader_ops"] = got
     return got  # type: ignore[no-any-return]
 

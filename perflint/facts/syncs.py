@@ -18,6 +18,7 @@ from perflint.facts import Context, Row, capability, fact
 from perflint.facts._optree import op_infos, propagate
 from perflint.facts._group import Groups, dense_ids, id_table, labels, present_ids
 from perflint.facts.launch import runtime_in_window, window_span_us
+from perflint.graph.ids import isin_ids
 from perflint.metrics.steps import step_of
 from perflint.model import MEMCPY, NONE, OP_CPU, Trace
 
@@ -63,7 +64,7 @@ def _under_sync_op(ctx: Context, sync_names: list[int]) -> np.ndarray:
     ops = ctx.trace.ops
     if not sync_names:
         return np.zeros(len(ops), dtype=bool)
-    hit = np.isin(ops.name, np.asarray(sync_names, dtype=ops.name.dtype))
+    hit = isin_ids(ops.name, np.asarray(sync_names, dtype=ops.name.dtype))
     return propagate(ctx, np.where(hit, 1, NONE)) != NONE
 
 
@@ -86,7 +87,7 @@ def _events(ctx: Context) -> _Events:
     under = _under_sync_op(ctx, sync_ops)
     kind, op, blocked = [], [], []
     if sync_ops:
-        cand = np.flatnonzero(np.isin(ops.name, np.asarray(sync_ops, dtype=np.int32)) & (ops.kind == OP_CPU))
+        cand = np.flatnonzero(isin_ids(ops.name, np.asarray(sync_ops, dtype=np.int32)) & (ops.kind == OP_CPU))
         cand = cand[_op_window(ctx, ops.ts[cand])]
         par = ops.parent[cand]
         # _local_scalar_dense inside aten::item: counted as the item

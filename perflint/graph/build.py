@@ -16,6 +16,7 @@ from typing import Callable, TypeVar
 
 import numpy as np
 
+from perflint.graph.ids import isin_ids
 from perflint.graph.intervals import enclosing, nest
 from perflint.model import NONE, OP_CPU, Step, Trace
 
@@ -120,7 +121,7 @@ def _link_counter_ranges(trace: Trace) -> None:
         return
     rt = trace.runtime
     launch_ids = [i for i, s in enumerate(trace.strings) if s.startswith("cudaLaunchKernel")]
-    idx = np.flatnonzero(np.isin(rt.name, np.asarray(launch_ids, dtype=np.int32)))
+    idx = np.flatnonzero(isin_ids(rt.name, np.asarray(launch_ids, dtype=np.int32)))
     if len(idx) != len(ranges):
         trace.warnings.append(
             f"{len(ranges)} CUPTI counter ranges but {len(idx)} kernel launches: counters not attributed to ops"
@@ -254,7 +255,7 @@ def _sources(trace: Trace) -> None:
             if fr is not None and is_user_frame(fr[0]):
                 user_sid[name] = sid(f"{fr[0]}:{fr[1]}")
         if user_sid:
-            keep = np.flatnonzero(np.isin(py.name, np.fromiter(user_sid, dtype=np.int32)))
+            keep = np.flatnonzero(isin_ids(py.name, np.fromiter(user_sid, dtype=np.int32)))
             thr, ts, dur = py.thread[keep], py.ts[keep], py.dur[keep]
             par, _, order = nest(thr, ts, dur)
             hit = enclosing(thr, ts, dur, par, order, ops.thread, ops.ts)
@@ -283,7 +284,7 @@ def _steps(trace: Trace) -> list[Step]:
     if not step_names:
         return steps
     # Old traces record ProfilerStep#N as an Operator, new ones as a user_annotation: match by name.
-    idx = np.flatnonzero(np.isin(ops.name, np.fromiter(step_names, dtype=np.int32)))
+    idx = np.flatnonzero(isin_ids(ops.name, np.fromiter(step_names, dtype=np.int32)))
     seen: set[int] = set()
     for i in idx[np.argsort(ops.ts[idx], kind="stable")].tolist():
         num = step_names[int(ops.name[i])]

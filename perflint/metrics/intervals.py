@@ -20,11 +20,14 @@ def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     # A new block starts where an interval begins after everything before it ended.
     new = np.empty(len(s), dtype=bool)
     new[0] = True
-    new[1:] = s[1:] > e[:-1]
-    ms = s[new]
-    # The running max is non-decreasing, so a block's end is the running max at its last row.
-    last = np.append(np.flatnonzero(new)[1:] - 1, len(s) - 1)
-    me = e[last]
+    np.greater(s[1:], e[:-1], out=new[1:])
+    first = np.flatnonzero(new)
+    ms = s[first]
+    # The running max is non-decreasing, so a block's end is the running max at its last row
+    # (the row before the next block's first).
+    me = np.empty(len(first))
+    me[:-1] = e[first[1:] - 1]
+    me[-1] = e[-1]
     return ms, me
 
 

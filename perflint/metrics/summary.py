@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from perflint.graph.build import top_ops, top_ops_of
-from perflint.metrics.ids import unique_inverse
+from perflint.graph.ids import unique_inverse
 from perflint.metrics.kernels import CATEGORIES, SYNC_CATEGORY, classify
 from perflint.metrics.steps import analysis_steps
 from perflint.metrics.tb_gpu import gpu_summary

@@ -59,7 +59,7 @@ def _extend_to_device(trace: Trace, starts: np.ndarray, ends: np.ndarray) -> tup
     inside = (k < n) & (rt.ts >= starts[kk]) & (r_end <= ends[kk])
     step_of_rt = np.where(inside, k, NONE)
 
-    dev = np.isin(g.kind, (KERNEL, MEMCPY, MEMSET))
+    dev = (g.kind == KERNEL) | (g.kind == MEMCPY) | (g.kind == MEMSET)
     linked = dev & (g.launch != NONE)
     step_of_dev = np.full(len(g), NONE, dtype=np.int64)
     step_of_dev[linked] = step_of_rt[g.launch[linked]]
@@ -188,7 +188,7 @@ def profiler_range(trace: Trace) -> tuple[float, float] | None:
     if isinstance(pr, (tuple, list)) and len(pr) == 2:
         return float(pr[0]), float(pr[1])
     g = trace.gpu
-    dev = np.isin(g.kind, (KERNEL, MEMCPY, MEMSET))
+    dev = (g.kind == KERNEL) | (g.kind == MEMCPY) | (g.kind == MEMSET)
     lo, hi = np.inf, -np.inf
     for ts, dur in ((trace.ops.ts, trace.ops.dur), (trace.runtime.ts, trace.runtime.dur),
                     (trace.pyfn.ts, trace.pyfn.dur), (g.ts[dev], g.dur[dev])):
