@@ -151,3 +151,33 @@ def sums(ids: np.ndarray, weights: np.ndarray, n: int) -> np.ndarray:
     """Per id, the weights added in row order starting from 0.0 (what a `total += w` loop over
     the rows gives, bit for bit). float64 even when there are no rows (bincount then gives ints)."""
     return np.bincount(ids, weights=weights, minlength=n).astype(np.float64, copy=False)
+
+
+def group_medians(values: np.ndarray, counts: np.ndarray) -> list[float | None]:
+    """float(np.median(v[~isnan(v)])) of each group of `values` (grouped: consecutive runs of
+    `counts`), None for a group without a number; one sort for all groups instead of a
+    np.median call per group. np.median is the mean of the one or two middle values, which is
+    that value or (a + b) / 2, except for a zero sum (the sign of a zero depends on how the mean
+    adds): those groups ask np.median itself."""
+    counts = np.asarray(counts, dtype=np.int64)
+    ng = len(counts)
+    gid = np.repeat(np.arange(ng), counts)
+    ok = ~np.isnan(values)
+    v, g = values[ok], gid[ok]
+    v = v[np.lexsort((v, g))]
+    n = np.bincount(g, minlength=ng)
+    start = np.concatenate(([0], np.cumsum(n)[:-1]))
+    bounds = np.concatenate(([0], np.cumsum(counts))).tolist()
+    out: list[float | None] = []
+    for gi, (k, s0) in enumerate(zip(n.tolist(), start.tolist())):
+        if k == 0:
+            out.append(None)
+            continue
+        mid = s0 + k // 2
+        m = float(v[mid]) if k % 2 else (float(v[mid - 1]) + float(v[mid]))
+        if m == 0.0:
+            part = values[bounds[gi] : bounds[gi + 1]]
+            out.append(float(np.median(part[~np.isnan(part)])))
+        else:
+            out.append(m if k % 2 else m / 2.0)
+    return out

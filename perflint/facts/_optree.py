@@ -112,6 +112,26 @@ def propagate(ctx: Context, own: np.ndarray) -> np.ndarray:
     return res
 
 
+def on_chain(ctx: Context, flag: np.ndarray, ops: np.ndarray) -> np.ndarray:
+    """Per op of `ops` (NONE: False): `flag` holds for it or for one of its ancestors. What
+    `propagate` answers for every op, for a few asked ops: a walk up their chains only."""
+    parent = ctx.trace.ops.parent
+    cur = np.asarray(ops, dtype=np.int64)
+    out = np.zeros(len(cur), dtype=bool)
+    live = np.flatnonzero(cur != NONE)
+    for _ in range(len(parent) + 1):  # bounded: a parent cycle cannot hang the walk
+        if len(live) == 0:
+            break
+        c = cur[live]
+        got = flag[c]
+        out[live[got]] = True
+        live, c = live[~got], c[~got]
+        nxt = parent[c]
+        cur[live] = nxt
+        live = live[nxt != NONE]
+    return out
+
+
 @dataclass(frozen=True)
 class OpArrays:
     """What op_info depends on, for every op (NONE where missing)."""
