@@ -15,6 +15,7 @@ from typing import TypeVar
 import numpy as np
 
 from perflint.graph.ids import unique_inverse  # noqa: F401  (re-exported)
+from perflint.metrics.stats import np_median
 
 K = TypeVar("K", bound=Hashable)
 
@@ -177,7 +178,7 @@ def group_medians(values: np.ndarray, counts: np.ndarray) -> list[float | None]:
         m = float(v[mid]) if k % 2 else (float(v[mid - 1]) + float(v[mid]))
         if m == 0.0:
             part = values[bounds[gi] : bounds[gi + 1]]
-            out.append(float(np.median(part[~np.isnan(part)])))
+            out.append(float(np_median(part[~np.isnan(part)])))
         else:
             out.append(m if k % 2 else m / 2.0)
     return out

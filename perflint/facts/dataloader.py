@@ -20,6 +20,7 @@ from perflint.facts import Context, Row, capability, enricher
 from perflint.facts._group import present_ids
 from perflint.facts._spans import EMPTY, Spans, length, overlap, spans, step_windows, union
 from perflint.graph.ids import isin_ids
+from perflint.metrics.stats import np_median
 from perflint.model import GPU_SYNC, Trace
 
 FIELDS = {
@@ -86,10 +87,10 @@ def dataloader_numbers(ctx: Context) -> dict[str, Any]:
         exposed_pct.append(100.0 * e / (hi - lo) if hi > lo else 0.0)
         calls += int(((ts >= lo) & (ts < hi)).sum())
     return {
-        "dataloader_pct": float(np.median(exposed_pct)),
-        "dataloader_us": float(np.median(exposed)),
-        "dataloader_wall_pct": float(np.median(wall_pct)),
-        "dataloader_wall_us": float(np.median(wall)),
+        "dataloader_pct": float(np_median(exposed_pct)),
+        "dataloader_us": float(np_median(exposed)),
+        "dataloader_wall_pct": float(np_median(wall_pct)),
+        "dataloader_wall_us": float(np_median(wall)),
         "dataloader_calls": calls,
     }
 

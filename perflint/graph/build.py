@@ -16,7 +16,7 @@ from typing import Callable, TypeVar
 
 import numpy as np
 
-from perflint.graph.ids import isin_ids
+from perflint.graph.ids import distinct, isin_ids
 from perflint.graph.intervals import enclosing, nest
 from perflint.model import NONE, OP_CPU, Step, Trace
 
@@ -250,7 +250,7 @@ def _sources(trace: Trace) -> None:
 
     if len(py):
         user_sid: dict[int, int] = {}
-        for name in np.unique(py.name).tolist():
+        for name in distinct(py.name):
             fr = parse_frame(strings[name])
             if fr is not None and is_user_frame(fr[0]):
                 user_sid[name] = sid(f"{fr[0]}:{fr[1]}")
@@ -265,7 +265,7 @@ def _sources(trace: Trace) -> None:
     need = (ops.source == NONE) & (ops.stack != NONE)
     if need.any():
         stack_src: dict[int, int] = {}
-        for st in np.unique(ops.stack[need]).tolist():
+        for st in distinct(ops.stack[need]):
             src = NONE
             for frame in strings[st].split(";"):
                 fr = parse_frame(frame)

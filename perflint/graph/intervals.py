@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from perflint.graph.ids import distinct
 from perflint.model import NONE
 
 
@@ -204,12 +205,12 @@ def enclosing(
     end = ts + dur
     # Last interval starting at or before the query point (ties: the innermost, sorted last).
     cand = np.full(nq, NONE, dtype=np.int64)
-    for t in _distinct(q_thread):
+    for t in distinct(q_thread):
         lo, hi = np.searchsorted(s_thr, [t, t + 1])
         if lo == hi:
             continue
         qpos = np.flatnonzero(q_thread == t)
-        k = np.searchsorted(s_ts[lo:hi], q_ts[qpos], side="right") - 1
+        k = _search_right(s_ts[lo:hi], q_ts[qpos]) - 1
         cand[qpos] = np.where(k >= 0, order[lo:hi][np.maximum(k, 0)], NONE)
     has = parent != NONE
     if np.isnan(end).any() or not bool((end[parent[has]] >= end[has]).all()):
@@ -251,15 +252,21 @@ def enclosing(
     return out
 
 
-def _distinct(col: np.ndarray) -> list[int]:
-    """np.unique(col).tolist() for an int column; a bincount when the values are small
-    non-negative ids (thread indices are), which costs a pass instead of a sort."""
-    if len(col) == 0:
-        return []
-    lo, hi = int(col.min()), int(col.max())
-    if lo < 0 or hi > 4 * len(col) + 1024:
-        return np.unique(col).tolist()  # type: ignore[no-any-return]
-    return np.flatnonzero(np.bincount(col, minlength=hi + 1)).tolist()  # type: ignore[no-any-return]
+def _search_right(s: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """np.searchsorted(s, q, side="right") for sorted `s` (NaNs last, as numpy sorts). For many
+    queries, one stable sort of [s, q] instead: runtime calls come in time order, so that sort
+    merges two sorted runs in linear time where a binary search per query does not. A query
+    lands after every element of `s` it is not below (ties: `s` first, by the stable sort), so
+    the elements of `s` before it are its insertion point."""
+    if len(q) < 4096:
+        return np.searchsorted(s, q, side="right")  # type: ignore[no-any-return]
+    m = len(s)
+    order = np.argsort(np.concatenate((s, q)), kind="stable")
+    is_q = order >= m
+    before = np.cumsum(~is_q)
+    out = np.empty(len(q), dtype=np.int64)
+    out[order[is_q] - m] = before[is_q]
+    return out
 
 
 def _enclosing_loop(

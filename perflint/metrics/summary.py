@@ -9,6 +9,7 @@ import numpy as np
 from perflint.graph.build import top_ops, top_ops_of
 from perflint.graph.ids import unique_inverse
 from perflint.metrics.kernels import CATEGORIES, SYNC_CATEGORY, classify
+from perflint.metrics.stats import np_median
 from perflint.metrics.steps import analysis_steps
 from perflint.metrics.tb_gpu import gpu_summary
 from perflint.metrics.tensor_cores import tensor_core_summary
@@ -106,7 +107,7 @@ def summarize(trace: Trace, include_edge_steps: bool = False) -> dict[str, Any]:
         },
         "steps": {
             "count": len(steps),
-            "median_us": _r(float(np.median(durs))) if durs else None,
+            "median_us": _r(float(np_median(durs))) if durs else None,
             "excluded_edges": len(steps) != len(trace.steps),
         },
         "gpu": {k: _r(v) for k, v in gpu.items()},

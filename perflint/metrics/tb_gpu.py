@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from perflint.graph.ids import distinct
 from perflint.metrics.intervals import covered_before, merge, reduce_at
 from perflint.model import KERNEL, MEMCPY, MEMSET, NONE, OP_CPU, Trace
 
@@ -53,16 +54,17 @@ def _extend_to_device(trace: Trace, starts: np.ndarray, ends: np.ndarray) -> tup
     # A runtime call belongs to the first step (in order) that ends after the call starts - the
     # plugin's merge-walk over time-sorted runtimes and steps - and counts only if it lies wholly
     # inside that step.
-    r_end = rt.ts + rt.dur
-    k = np.searchsorted(np.maximum.accumulate(ends), rt.ts, side="right")
-    kk = np.minimum(k, n - 1)
-    inside = (k < n) & (rt.ts >= starts[kk]) & (r_end <= ends[kk])
-    step_of_rt = np.where(inside, k, NONE)
-
+    # Only the calls that launched device work are asked: their step, not every call's.
     dev = (g.kind == KERNEL) | (g.kind == MEMCPY) | (g.kind == MEMSET)
     linked = dev & (g.launch != NONE)
+    li = g.launch[linked]
+    r_ts = rt.ts[li]
+    r_end = r_ts + rt.dur[li]
+    k = np.searchsorted(np.maximum.accumulate(ends), r_ts, side="right")
+    kk = np.minimum(k, n - 1)
+    inside = (k < n) & (r_ts >= starts[kk]) & (r_end <= ends[kk])
     step_of_dev = np.full(len(g), NONE, dtype=np.int64)
-    step_of_dev[linked] = step_of_rt[g.launch[linked]]
+    step_of_dev[linked] = np.where(inside, k, NONE)
     matched = step_of_dev != NONE
     if not matched.any():
         return float(starts[0]), float(ends[-1])
@@ -228,7 +230,7 @@ def gpu_timeline(trace: Trace) -> dict[str, Any]:
     # The plugin emits the utilization series of every device first, then the SM-efficiency ones.
     util_events: list[dict[str, Any]] = []
     sm_events: list[dict[str, Any]] = []
-    for dev in np.unique(g.device[kern]).tolist():
+    for dev in distinct(g.device[kern]):
         k = _device_kernels(trace, int(dev))
         ms, me = merge(k.ts, k.end)
         util = (covered_before(ms, me, b1) - covered_before(ms, me, b0)) / (b1 - b0) if nb else np.zeros(0)

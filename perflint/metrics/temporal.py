@@ -108,30 +108,31 @@ def hta_device_mask(trace: Trace) -> tuple[np.ndarray, bool]:
     gpu_row = ((g.stream >= 0) & (g.correlation >= 0)) | _name_hits(sync_lut, g.name)
     # Correlation ids of the kept CPU-side rows: runtime calls, plus activities HTA does not count as
     # GPU rows (no stream or no correlation); CPU ops carry none, which HTA reads as -1.
-    rt_kept = trace.runtime.ts < last_start
     kept_cpu_gpu_table = ~gpu_row & (g.ts < last_start)
     others = [g.correlation[kept_cpu_gpu_table]]
     if (trace.ops.ts < last_start).any() or (trace.pyfn.ts < last_start).any():
         others.append(np.array([NONE], dtype=np.int64))
     launch = unique_correlation_launch(trace)
     if launch is None:
-        found = _isin_int(g.correlation, np.concatenate([trace.runtime.correlation[rt_kept], *others]))
+        kept_rt = trace.runtime.correlation[trace.runtime.ts < last_start]
+        found = _isin_int(g.correlation, np.concatenate([kept_rt, *others]))
     else:
-        found = _kept_by_launch(trace, launch, rt_kept) | _isin_sorted(g.correlation, np.concatenate(others))
+        found = _kept_by_launch(trace, launch, last_start) | _isin_sorted(g.correlation, np.concatenate(others))
     kept = np.where(gpu_row, found, kept_cpu_gpu_table)
     return kept & on_stream, True
 
 
-def _kept_by_launch(trace: Trace, launch: np.ndarray, rt_kept: np.ndarray) -> np.ndarray:
-    """Per GPU row: its correlation id is on a kept runtime call. With unique runtime ids the
-    linked call is the only candidate (no membership table over the whole id range)."""
-    g = trace.gpu
+def _kept_by_launch(trace: Trace, launch: np.ndarray, last_start: float) -> np.ndarray:
+    """Per GPU row: its correlation id is on a runtime call kept (starting before `last_start`).
+    With unique runtime ids the linked call is the only candidate (no membership table over the
+    whole id range)."""
+    g, rt = trace.gpu, trace.runtime
     out = np.zeros(len(g), dtype=bool)
     linked = launch != NONE
-    out[linked] = rt_kept[launch[linked]]
+    out[linked] = rt.ts[launch[linked]] < last_start
     none = g.correlation == NONE  # never linked; a kept runtime call without an id matches them
     if none.any():
-        out[none] = bool((trace.runtime.correlation[rt_kept] == NONE).any())
+        out[none] = bool(((rt.correlation == NONE) & (rt.ts < last_start)).any())
     return out
 
 
