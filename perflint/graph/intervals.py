@@ -210,7 +210,7 @@ def enclosing(
         if lo == hi:
             continue
         qpos = np.flatnonzero(q_thread == t)
-        k = _search_right(s_ts[lo:hi], q_ts[qpos]) - 1
+        k = np.searchsorted(s_ts[lo:hi], q_ts[qpos], side="right") - 1
         cand[qpos] = np.where(k >= 0, order[lo:hi][np.maximum(k, 0)], NONE)
     has = parent != NONE
     if np.isnan(end).any() or not bool((end[parent[has]] >= end[has]).all()):
@@ -249,23 +249,6 @@ def enclosing(
         cc[live] = cl
     c[sel] = parent[cc]  # the first ancestor that does not end before the query
     out[valid] = c
-    return out
-
-
-def _search_right(s: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """np.searchsorted(s, q, side="right") for sorted `s` (NaNs last, as numpy sorts). For many
-    queries, one stable sort of [s, q] instead: runtime calls come in time order, so that sort
-    merges two sorted runs in linear time where a binary search per query does not. A query
-    lands after every element of `s` it is not below (ties: `s` first, by the stable sort), so
-    the elements of `s` before it are its insertion point."""
-    if len(q) < 4096:
-        return np.searchsorted(s, q, side="right")  # type: ignore[no-any-return]
-    m = len(s)
-    order = np.argsort(np.concatenate((s, q)), kind="stable")
-    is_q = order >= m
-    before = np.cumsum(~is_q)
-    out = np.empty(len(q), dtype=np.int64)
-    out[order[is_q] - m] = before[is_q]
     return out
 
 
