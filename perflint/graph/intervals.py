@@ -36,7 +36,7 @@ def nest(thread: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> tuple[np.ndarra
     seg[0] = True
     seg[1:] = s_thr[1:] != s_thr[:-1]
     seg_lo = np.maximum.accumulate(np.where(seg, np.arange(n), 0))
-    ppos = _prev_ge(s_end, seg_lo)
+    ppos = _prev_ge(s_end, seg_lo, np.flatnonzero(seg))
     has = ppos >= 0
     s_par = np.full(n, NONE, dtype=np.int32)
     s_par[has] = order[ppos[has]]
@@ -64,13 +64,13 @@ def _sort_order(thread: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> np.ndarr
         tied[1:] = same
         tied[:-1] |= same
         pos = np.flatnonzero(tied)
-        group = np.concatenate(([0], np.cumsum(~same)))[pos]
         sub = order[pos]
-        order[pos] = sub[np.lexsort((-dur[sub], group))]  # stable: equal durations keep index order
+        # The (sorted, NaN-free) times themselves key the tie groups: equal times, one group.
+        order[pos] = sub[np.lexsort((-dur[sub], s[pos]))]  # stable: equal durations keep index order
     return order[np.argsort(thread[order], kind="stable")]
 
 
-def _prev_ge(v: np.ndarray, lo: np.ndarray) -> np.ndarray:
+def _prev_ge(v: np.ndarray, lo: np.ndarray, starts: np.ndarray | None = None) -> np.ndarray:
     """For each i, the largest j in [lo[i], i) with v[j] >= v[i], else -1.
 
     Pointer chasing: p starts at i - 1; while v[p] < v[i], everything between p's own answer
@@ -82,7 +82,8 @@ def _prev_ge(v: np.ndarray, lo: np.ndarray) -> np.ndarray:
     ptr[ptr < lo] = -1
     # Roots (above everything before them on their thread) would otherwise chase through every
     # earlier root: find them by a running max per thread (few threads: one call each).
-    starts = np.flatnonzero(lo == np.arange(n))
+    if starts is None:  # the segments' first positions (lo[i] == i), when the caller has none
+        starts = np.flatnonzero(lo == np.arange(n))
     if len(starts) <= _MAX_SEGMENT_LOOPS:
         root = np.zeros(n, dtype=bool)
         for a, b in zip(starts.tolist(), [*starts[1:].tolist(), n]):
