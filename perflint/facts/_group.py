@@ -38,8 +38,8 @@ def _compress(code: np.ndarray, card: int) -> tuple[np.ndarray, int]:
     """The codes renumbered densely (same order) through a presence table of `card` slots."""
     present = np.zeros(card, dtype=bool)
     present[code] = True
-    rank = np.cumsum(present) - 1
-    return rank[code], int(rank[-1]) + 1
+    rank = np.cumsum(present, dtype=np.int32 if card < 2**31 else np.int64)  # 1-based
+    return rank[code].astype(np.int64) - 1, int(rank[-1])
 
 
 def _small_key(code: np.ndarray, card: int) -> np.ndarray:

@@ -66,7 +66,7 @@ def op_levels(ctx: Context) -> Levels:
     graph step), else recomputed."""
     got = ctx.cache.get("op_levels")
     if got is None:
-        parent = ctx.trace.ops.parent.astype(np.int64)
+        parent = ctx.trace.ops.parent
         depth = ctx.trace.ops.depth
         if not depth_is_nesting(ctx):
             depth = _depths(parent)

@@ -16,8 +16,8 @@ def unique_inverse(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             present = np.zeros(hi - lo + 1, dtype=bool)
             off = np.subtract(col, lo, dtype=np.int64)
             present[off] = True
-            rank = np.cumsum(present) - 1
-            return np.flatnonzero(present).astype(col.dtype) + lo, rank[off]
+            rank = np.cumsum(present, dtype=np.int32 if len(present) < 2**31 else np.int64)  # 1-based
+            return np.flatnonzero(present).astype(col.dtype) + lo, rank[off].astype(np.int64) - 1
     u, inv = np.unique(col, return_inverse=True)
     return u, inv.reshape(-1).astype(np.int64)
 
