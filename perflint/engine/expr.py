@@ -124,9 +124,24 @@ def _compile(node: ast.AST) -> Fn:
         return lambda env: [f(env) for f in items]
     if isinstance(node, ast.BoolOp):
         parts = [_compile(v) for v in node.values]
+        # all()/any() over a generator, unrolled (rules evaluate these once per fact row)
         if isinstance(node.op, ast.And):
-            return lambda env: all(bool(p(env)) for p in parts)
-        return lambda env: any(bool(p(env)) for p in parts)
+
+            def conj(env: Env) -> bool:
+                for p in parts:
+                    if not p(env):
+                        return False
+                return True
+
+            return conj
+
+        def disj(env: Env) -> bool:
+            for p in parts:
+                if p(env):
+                    return True
+            return False
+
+        return disj
     if isinstance(node, ast.UnaryOp):
         operand = _compile(node.operand)
         if isinstance(node.op, ast.Not):
@@ -169,7 +184,10 @@ def _compile(node: ast.AST) -> Fn:
             raise ExprError(f"only these functions may be called: {', '.join(sorted(FUNCTIONS))}")
         fn = FUNCTIONS[node.func.id]
         args = [_compile(a) for a in node.args]
-        return lambda env: fn(*(a(env) for a in args))
+        if len(args) == 1:
+            (only,) = args
+            return lambda env: fn(only(env))
+        return lambda env: fn(*[a(env) for a in args])
     if isinstance(node, ast.Subscript):
         value, index = _compile(node.value), _compile(node.slice)
 

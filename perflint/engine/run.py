@@ -156,10 +156,11 @@ def check_trace(
         metrics={k: summary[k] for k in ("steps", "gpu", "temporal", "tensor_cores", "kernels")},
         warnings=list(trace.warnings),
     )
+    capabilities: dict[str, str | None] = {}
     for ar in active:
         if ar.rule.scope not in SOURCES:
             continue  # run-level rule: evaluated over all traces afterwards
-        reason = missing(trace, ar.rule.requires)
+        reason = missing(trace, ar.rule.requires, capabilities)
         found = [] if reason else evaluate(ar, rows(ctx, ar.rule.scope), SOURCES[ar.rule.scope].key, trace.path, trace.rank)
         result.statuses.append(status_of(ar, found, reason))
         result.findings.extend(found)

@@ -113,13 +113,19 @@ def rows(ctx: Context, scope: str) -> list[Row]:
     return out
 
 
-def missing(trace: Trace, requirements: list[str]) -> str | None:
-    """The reason the first unmet requirement gives, or None when all are met."""
+def missing(trace: Trace, requirements: list[str], memo: dict[str, str | None] | None = None) -> str | None:
+    """The reason the first unmet requirement gives, or None when all are met. `memo` keeps each
+    capability's answer across the rules of one trace (several rules share a requirement)."""
     for req in requirements:
         check = CAPABILITIES.get(req)
         if check is None:
             return f"unknown capability '{req}'"
-        reason = check(trace)
+        if memo is None:
+            reason = check(trace)
+        elif req in memo:
+            reason = memo[req]
+        else:
+            reason = memo[req] = check(trace)
         if reason:
             return reason
     return None

@@ -14,9 +14,13 @@ from typing import TypeVar
 
 import numpy as np
 
+from perflint.graph.ids import unique_inverse  # noqa: F401  (re-exported)
+from perflint.metrics.stats import np_median
+
 K = TypeVar("K", bound=Hashable)
 
 _LIMIT = 1 << 62
+_TABLE = 8  # presence tables of up to 8 slots per row (plus 1024) renumber codes densely
 
 
 def _dense(col: np.ndarray) -> tuple[np.ndarray, int]:
@@ -30,21 +34,53 @@ def _dense(col: np.ndarray) -> tuple[np.ndarray, int]:
     return inv.astype(np.int64), len(u)
 
 
+def _compress(code: np.ndarray, card: int) -> tuple[np.ndarray, int]:
+    """The codes renumbered densely (same order) through a presence table of `card` slots."""
+    present = np.zeros(card, dtype=bool)
+    present[code] = True
+    rank = np.cumsum(present, dtype=np.int32 if card < 2**31 else np.int64)  # 1-based
+    return rank[code].astype(np.int64) - 1, int(rank[-1])
+
+
+def _small_key(code: np.ndarray, card: int) -> np.ndarray:
+    """`code` in the narrowest unsigned type that holds `card` values: numpy's stable argsort is a
+    radix sort (linear) for 16-bit keys, a merge sort for wider ones; the order is the same."""
+    return code.astype(np.uint16) if card <= 1 << 16 else code
+
+
 def factorize(cols: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Group id of each row (0.. in order of first appearance) and each group's first row."""
+    """Group id of each row (0.. in order of first appearance) and each group's first row.
+
+    Only the partition matters (ids follow first appearance), so the combined code may be
+    renumbered freely: it is kept dense with presence tables, then sorted by radix."""
     n = len(cols[0]) if cols else 0
     if n == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    table = _TABLE * n + 1024
     code = np.zeros(n, dtype=np.int64)
     card = 1
     for col in cols:
         c, span = _dense(np.asarray(col))
+        if card > 1 and card * span > table and card <= table:
+            code, card = _compress(code, card)
         if card * span >= _LIMIT:  # re-rank the codes so far (at most n of them)
             u, code = np.unique(code, return_inverse=True)
             code, card = code.astype(np.int64).reshape(-1), len(u)
         code = code * span + c
         card *= span
-    _, first, inv = np.unique(code, return_index=True, return_inverse=True)
+    if card > 1 << 16 and card <= table:
+        code, card = _compress(code, card)
+    if card <= 1 << 16:
+        order = np.argsort(_small_key(code, card), kind="stable")
+        s = code[order]
+        new = np.empty(n, dtype=bool)
+        new[0] = True
+        new[1:] = s[1:] != s[:-1]
+        first = order[new]  # per code (ascending), its first row: what np.unique's return_index gives
+        inv = np.empty(n, dtype=np.int64)
+        inv[order] = np.cumsum(new) - 1
+    else:
+        _, first, inv = np.unique(code, return_index=True, return_inverse=True)
     rank = np.argsort(first, kind="stable")
     renum = np.empty(len(first), dtype=np.int64)
     renum[rank] = np.arange(len(first))
@@ -56,7 +92,7 @@ class Groups:
 
     def __init__(self, *cols: np.ndarray) -> None:
         self.gid, self.first = factorize(cols)
-        self.order = np.argsort(self.gid, kind="stable")
+        self.order = np.argsort(_small_key(self.gid, len(self.first)), kind="stable")
         counts = np.bincount(self.gid, minlength=len(self.first))
         self.counts = counts
         self.bounds = np.concatenate(([0], np.cumsum(counts))).tolist()
@@ -116,3 +152,33 @@ def sums(ids: np.ndarray, weights: np.ndarray, n: int) -> np.ndarray:
     """Per id, the weights added in row order starting from 0.0 (what a `total += w` loop over
     the rows gives, bit for bit). float64 even when there are no rows (bincount then gives ints)."""
     return np.bincount(ids, weights=weights, minlength=n).astype(np.float64, copy=False)
+
+
+def group_medians(values: np.ndarray, counts: np.ndarray) -> list[float | None]:
+    """float(np.median(v[~isnan(v)])) of each group of `values` (grouped: consecutive runs of
+    `counts`), None for a group without a number; one sort for all groups instead of a
+    np.median call per group. np.median is the mean of the one or two middle values, which is
+    that value or (a + b) / 2, except for a zero sum (the sign of a zero depends on how the mean
+    adds): those groups ask np.median itself."""
+    counts = np.asarray(counts, dtype=np.int64)
+    ng = len(counts)
+    gid = np.repeat(np.arange(ng), counts)
+    ok = ~np.isnan(values)
+    v, g = values[ok], gid[ok]
+    v = v[np.lexsort((v, g))]
+    n = np.bincount(g, minlength=ng)
+    start = np.concatenate(([0], np.cumsum(n)[:-1]))
+    bounds = np.concatenate(([0], np.cumsum(counts))).tolist()
+    out: list[float | None] = []
+    for gi, (k, s0) in enumerate(zip(n.tolist(), start.tolist())):
+        if k == 0:
+            out.append(None)
+            continue
+        mid = s0 + k // 2
+        m = float(v[mid]) if k % 2 else (float(v[mid - 1]) + float(v[mid]))
+        if m == 0.0:
+            part = values[bounds[gi] : bounds[gi + 1]]
+            out.append(float(np_median(part[~np.isnan(part)])))
+        else:
+            out.append(m if k % 2 else m / 2.0)
+    return out

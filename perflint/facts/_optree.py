@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from perflint.facts import Context
-from perflint.facts._group import factorize, present_ids
+from perflint.facts._group import factorize, present_ids, unique_inverse
+from perflint.graph.ids import isin_ids
 from perflint.metrics.dtypes import op_dtype
 from perflint.model import NONE, OP_CPU, Trace
 
@@ -48,15 +49,26 @@ class Levels:
         return self.order[self.bounds[k] : self.bounds[k + 1]]
 
 
+def depth_is_nesting(ctx: Context) -> bool:
+    """ops.depth is the nesting depth of ops.parent (it is after the graph step); checked once."""
+    got = ctx.cache.get("depth_is_nesting")
+    if got is None:
+        ops = ctx.trace.ops
+        parent, depth = ops.parent, ops.depth
+        has = parent != NONE
+        got = len(depth) == len(parent) and not (depth[~has] != 0).any() and np.array_equal(depth[has], depth[parent[has]] + 1)
+        ctx.cache["depth_is_nesting"] = got
+    return bool(got)
+
+
 def op_levels(ctx: Context) -> Levels:
     """The ops' levels, from ops.depth when it is the nesting depth of ops.parent (it is after the
     graph step), else recomputed."""
     got = ctx.cache.get("op_levels")
     if got is None:
-        parent = ctx.trace.ops.parent.astype(np.int64)
+        parent = ctx.trace.ops.parent
         depth = ctx.trace.ops.depth
-        has = parent != NONE
-        if len(depth) != len(parent) or (depth[~has] != 0).any() or not np.array_equal(depth[has], depth[parent[has]] + 1):
+        if not depth_is_nesting(ctx):
             depth = _depths(parent)
         if len(parent) == 0:
             got = Levels(np.zeros(0, dtype=np.int64), [0], [])
@@ -100,6 +112,26 @@ def propagate(ctx: Context, own: np.ndarray) -> np.ndarray:
     return res
 
 
+def on_chain(ctx: Context, flag: np.ndarray, ops: np.ndarray) -> np.ndarray:
+    """Per op of `ops` (NONE: False): `flag` holds for it or for one of its ancestors. What
+    `propagate` answers for every op, for a few asked ops: a walk up their chains only."""
+    parent = ctx.trace.ops.parent
+    cur = np.asarray(ops, dtype=np.int64)
+    out = np.zeros(len(cur), dtype=bool)
+    live = np.flatnonzero(cur != NONE)
+    for _ in range(len(parent) + 1):  # bounded: a parent cycle cannot hang the walk
+        if len(live) == 0:
+            break
+        c = cur[live]
+        got = flag[c]
+        out[live[got]] = True
+        live, c = live[~got], c[~got]
+        nxt = parent[c]
+        cur[live] = nxt
+        live = live[nxt != NONE]
+    return out
+
+
 @dataclass(frozen=True)
 class OpArrays:
     """What op_info depends on, for every op (NONE where missing)."""
@@ -120,7 +152,7 @@ def stack_member(t: Trace) -> np.ndarray:
     markers = [i for i in present_ids(o.name) if t.s(i).startswith("ProfilerStep#")]
     member = o.kind == OP_CPU
     if markers:
-        member = member & ~np.isin(o.name, np.asarray(markers, dtype=o.name.dtype))
+        member = member & ~isin_ids(o.name, np.asarray(markers, dtype=o.name.dtype))
     return member  # type: ignore[no-any-return]
 
 
@@ -150,9 +182,9 @@ def op_arrays(ctx: Context) -> OpArrays:
             cur[:] = sk[lv.parent_pos[k]]
         mem = mem_lo[b[k] : b[k + 1]]
         if mem.any():
-            u, inv = np.unique((cur[mem] + 1) * width + code[b[k] : b[k + 1]][mem], return_inverse=True)
+            u, inv = unique_inverse((cur[mem] + 1) * width + code[b[k] : b[k + 1]][mem])
             ids = np.asarray([table.setdefault(c, len(table)) for c in u.tolist()], dtype=np.int64)
-            cur[mem] = ids[inv.reshape(-1)]
+            cur[mem] = ids[inv]
     stack_key = np.empty(n, dtype=np.int64)
     stack_key[lv.order] = sk
     dims_op = propagate(ctx, np.where(member & (o.dims != NONE), idx, NONE))
@@ -248,5 +280,16 @@ def op_infos(ctx: Context, ops: np.ndarray) -> tuple[np.ndarray, list[OpInfo]]:
         np.where(valid, a.fwd[safe] != NONE, False).astype(np.int64),
     ]
     ids, first = factorize(cols)
-    infos = [op_info(ctx, int(ops[f])) for f in first.tolist()]
+    # The cache key of each group's first op, read off the columns in bulk (op_info's key:
+    # _info_key of a linked op is exactly its row of `cols`).
+    cache: dict[tuple[int, ...], OpInfo] = ctx.cache.setdefault("op_info", {})
+    infos = []
+    for op, key in zip(ops[first].tolist(), zip(*(c[first].tolist() for c in cols))):
+        if op == NONE:
+            infos.append(_NO_OP)
+            continue
+        got = cache.get(key)
+        if got is None:
+            got = cache[key] = _build(ctx, op)
+        infos.append(got)
     return ids, infos

@@ -14,6 +14,7 @@ import numpy as np
 from perflint import __version__
 from perflint.facts import Context
 from perflint.facts._common import kernel_op, op_info
+from perflint.graph.ids import isin_ids
 from perflint.metrics.intervals import clip_length, merge
 from perflint.metrics.kernels import CATEGORIES, SYNC_CATEGORY, classify
 from perflint.metrics.steps import launch_ts, step_of
@@ -58,7 +59,7 @@ def trace_snapshot(ctx: Context) -> dict[str, Any]:
     for c in CATEGORIES:
         samples[f"category.{c}"] = []
     rt_names = {i for i, s in enumerate(t.strings) if "Launch" in s or "launch" in s}
-    rt_launch = np.isin(t.runtime.name, np.fromiter(rt_names, dtype=np.int32)) if rt_names else np.zeros(len(t.runtime), bool)
+    rt_launch = isin_ids(t.runtime.name, np.fromiter(rt_names, dtype=np.int32)) if rt_names else np.zeros(len(t.runtime), bool)
     rt_step = step_of(t, steps, t.runtime.ts) if n else np.full(len(t.runtime), -1)
     for i, s in enumerate(steps):
         mine = step_idx == i

@@ -8,7 +8,7 @@ import threading
 import numpy as np
 
 from perflint.facts import Context
-from perflint.metrics.intervals import merge
+from perflint.metrics.intervals import merge, reduce_at
 from perflint.metrics.steps import launch_ts, step_of
 from perflint.model import GPU_SYNC
 
@@ -80,7 +80,7 @@ def step_windows(ctx: Context) -> list[tuple[float, float]]:
     dev_end = np.full(len(every), -np.inf)
     sel = work & (owner >= 0)
     if sel.any():
-        np.maximum.at(dev_end, owner[sel], ends[sel])
+        reduce_at(np.maximum, dev_end, owner[sel], ends[sel])
     wanted = {id(s) for s in ctx.steps}
     out: list[tuple[float, float]] = []
     prev = every[0].ts if every else 0.0

@@ -19,6 +19,8 @@ import numpy as np
 from perflint.facts import Context, Row, capability, enricher
 from perflint.facts._group import present_ids
 from perflint.facts._spans import EMPTY, Spans, length, overlap, spans, step_windows, union
+from perflint.graph.ids import isin_ids
+from perflint.metrics.stats import np_median
 from perflint.model import GPU_SYNC, Trace
 
 FIELDS = {
@@ -42,7 +44,7 @@ def dataloader_ops(t: Trace) -> np.ndarray:
     got = t.cache.get("dataloader_ops")
     if got is None:
         hit = [i for i in present_ids(t.ops.name) if is_dataloader_name(t.strings[i])]
-        got = np.flatnonzero(np.isin(t.ops.name, hit)) if hit else np.zeros(0, dtype=np.int64)
+        got = np.flatnonzero(isin_ids(t.ops.name, hit)) if hit else np.zeros(0, dtype=np.int64)
         t.cache["dataloader_ops"] = got
     return got  # type: ignore[no-any-return]
 
@@ -85,10 +87,10 @@ def dataloader_numbers(ctx: Context) -> dict[str, Any]:
         exposed_pct.append(100.0 * e / (hi - lo) if hi > lo else 0.0)
         calls += int(((ts >= lo) & (ts < hi)).sum())
     return {
-        "dataloader_pct": float(np.median(exposed_pct)),
-        "dataloader_us": float(np.median(exposed)),
-        "dataloader_wall_pct": float(np.median(wall_pct)),
-        "dataloader_wall_us": float(np.median(wall)),
+        "dataloader_pct": float(np_median(exposed_pct)),
+        "dataloader_us": float(np_median(exposed)),
+        "dataloader_wall_pct": float(np_median(wall_pct)),
+        "dataloader_wall_us": float(np_median(wall)),
         "dataloader_calls": calls,
     }
 

@@ -16,7 +16,8 @@ import numpy as np
 from perflint.facts import Context, Row, fact
 from perflint.facts.steps import GAP_FLOOR_US, busy_intervals, device_work, window_gaps, windows
 from perflint.facts._optree import op_arrays, stack_names
-from perflint.graph.build import is_step_marker
+from perflint.graph.build import is_step_marker, ops_by_thread_ts
+from perflint.graph.ids import distinct
 from perflint.model import NONE, Trace
 
 FIELDS = {
@@ -38,7 +39,9 @@ def _ops_on_threads(t: Trace, cache: dict[str, Any]) -> tuple[np.ndarray, np.nda
     """Ops sorted by (thread, ts, -dur), with their threads and start times in that order."""
     got = cache.get("ops_by_thread_ts")
     if got is None:
-        order = _by_thread_ts(t.ops.thread, t.ops.ts, t.ops.dur)
+        order = ops_by_thread_ts(t)  # link sorted them so (no NaN there: same order)
+        if order is None or np.isnan(t.ops.ts).any() or np.isnan(t.ops.dur).any():
+            order = _by_thread_ts(t.ops.thread, t.ops.ts, t.ops.dur)
         got = (order, t.ops.thread[order], t.ops.ts[order])
         cache["ops_by_thread_ts"] = got
     return got  # type: ignore[no-any-return]
@@ -76,7 +79,7 @@ def _ops_at(ctx: Context, threads: np.ndarray, when: np.ndarray) -> list[int]:
         return out
     order, s_thr, s_ts = _ops_on_threads(t, ctx.cache)
     cand = np.full(len(when), NONE, dtype=np.int64)
-    for th in np.unique(threads[ask]).tolist():
+    for th in distinct(threads[ask]):
         q = ask[threads[ask] == th]
         lo, hi = np.searchsorted(s_thr, [th, th + 1])
         k = np.searchsorted(s_ts[lo:hi], when[q], side="right") - 1

@@ -17,7 +17,7 @@ import numpy as np
 
 from perflint.facts import Context, Row, fact, rows
 from perflint.facts._common import gpu_utilization, op_infos, steps_time_us, window_mask
-from perflint.facts._group import Groups, dense_ids, id_table, sums
+from perflint.facts._group import Groups, dense_ids, group_medians, id_table, sums
 from perflint.metrics.intervals import merge
 from perflint.metrics.steps import step_of
 from perflint.model import GPU_SYNC, KERNEL, NONE
@@ -135,6 +135,7 @@ def launch_groups(ctx: Context) -> list[Row]:
     dur_all = rt.dur[idx][groups.order]
     delay_all = L["delay"][groups.order]
     gpu_all = L["gpu_time"][groups.order]
+    medians = group_medians(delay_all, groups.counts)
     out: list[Row] = []
     for gi, sl in enumerate(groups.slices()):
         dur = dur_all[sl]
@@ -159,7 +160,7 @@ def launch_groups(ctx: Context) -> list[Row]:
                 "runtime_max_us": float(dur.max()),
                 "gpu_time_us": float(gpu_all[sl].sum()),
                 "delay_mean_us": float(delay.sum()) / len(delay) if len(delay) else None,
-                "delay_p50_us": float(np.median(delay)) if len(delay) else None,
+                "delay_p50_us": medians[gi] if len(delay) else None,
                 "delay_max_us": float(delay.max()) if len(delay) else None,
                 "runtime_cutoff_us": RUNTIME_CUTOFF_US,
                 "runtime_outliers": int(over.sum()),

@@ -19,6 +19,7 @@ from perflint.facts import Context, Row, capability, fact, rows
 from perflint.facts._common import kernel_op, op_info, op_infos, window_mask
 from perflint.facts._group import Groups, dense_ids, labels, present_ids
 from perflint.facts.launch import window_span_us
+from perflint.graph.ids import isin_ids
 from perflint.metrics.intervals import merge
 from perflint.metrics.steps import step_of
 from perflint.model import KERNEL, MEMCPY, NONE, Trace
@@ -237,7 +238,7 @@ def alloc_groups(ctx: Context) -> list[Row]:
     api_ids = [i for i in present_ids(rt.name) if t.s(i) in ALLOC_APIS]
     if not api_ids:
         return []
-    cand = np.flatnonzero(np.isin(rt.name, np.asarray(api_ids, dtype=rt.name.dtype)))
+    cand = np.flatnonzero(isin_ids(rt.name, np.asarray(api_ids, dtype=rt.name.dtype)))
     cand = cand[step_of(t, steady, rt.ts[cand]) >= 0]
     groups: dict[tuple[Any, ...], list[int]] = {}
     for r in cand.tolist():

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from perflint.facts import Context, Row, capability, enricher, fact
+from perflint.graph.ids import distinct
 from perflint.model import Trace
 
 CUDA = 1  # c10::DeviceType::CUDA
@@ -53,7 +54,7 @@ def memory_rows(t: Trace) -> list[Row]:
     m = t.memory
     idx = _gpu_rows(t)
     out: list[Row] = []
-    for dev_id in np.unique(m.device_id[idx]).tolist():
+    for dev_id in distinct(m.device_id[idx]):
         sel = idx[m.device_id[idx] == dev_id]
         alloc = m.total_allocated[sel]
         known = alloc >= 0

@@ -10,10 +10,11 @@ for a kernel that did run blocks is treated as missing and the theoretical value
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from perflint.facts import Context, Row, enricher
 from perflint.facts._common import primary_device
-from perflint.metrics.occupancy import device_occupancy
+from perflint.metrics.occupancy import Occupancy, device_occupancy
 
 FIELDS = {
     "theoretical_occupancy_pct": "theoretical occupancy % from block size, registers and shared memory (NVIDIA)",
@@ -36,7 +37,13 @@ def launch_config(ctx: Context, row: Row) -> Row:
     out: Row = dict.fromkeys(FIELDS)
     out["warp_size"] = warp
     tpb, blocks, sms = row.get("threads_per_block"), row.get("blocks"), row.get("sm_count")
-    occ = device_occupancy(dev, tpb, row.get("registers"), row.get("shared_memory"))
+    # Kernel groups share a few launch configurations: one occupancy computation per config.
+    memo: dict[tuple[Any, ...], Occupancy | None] = ctx.cache.setdefault("occupancy_of_config", {})
+    config = (tpb, row.get("registers"), row.get("shared_memory"))
+    if config in memo:
+        occ = memo[config]
+    else:
+        occ = memo[config] = device_occupancy(dev, *config)
     grid_fill = row.get("blocks_per_sm")
     if grid_fill is None and blocks and sms:
         grid_fill = blocks / sms

@@ -22,8 +22,9 @@ import numpy as np
 
 from perflint.facts import Context, Row, fact
 from perflint.facts._common import kernel_op, primary_device, steps_time_us, window_mask
-from perflint.facts._optree import op_arrays, op_info, op_levels, propagate
+from perflint.facts._optree import depth_is_nesting, op_arrays, op_info, op_levels, propagate
 from perflint.facts._group import Groups, dense_ids, present_ids, sums
+from perflint.graph.ids import isin_ids
 from perflint.metrics.dtypes import kernel_dtype, op_dtype
 from perflint.metrics.kernels import CAT_INDEX, classify
 from perflint.metrics.shapes import ALIGN, alignment, op_class, op_shape
@@ -73,7 +74,7 @@ def _eligible(t: Trace) -> np.ndarray:
     """Op indices of Tensor-Core-eligible CPU ops."""
     ops = t.ops
     want = np.fromiter((n for n in present_ids(ops.name) if op_class(t.s(n))), dtype=np.int32)
-    return np.flatnonzero(np.isin(ops.name, want) & (ops.kind == OP_CPU))
+    return np.flatnonzero(isin_ids(ops.name, want) & (ops.kind == OP_CPU))
 
 
 def _leaves_walk(t: Trace, cand: np.ndarray) -> tuple[set[int], dict[int, int]]:
@@ -110,17 +111,18 @@ def _targets(ctx: Context, cand: np.ndarray) -> np.ndarray:
         return target
     parent = ops.parent
     has = parent != NONE
-    if not np.array_equal(ops.depth[has], ops.depth[parent[has]] + 1) or (ops.depth[~has] != 0).any():
+    if not depth_is_nesting(ctx):
         leaves, owner = _leaves_walk(t, cand)  # depth not the nesting depth: keep the walk's own order
         for o in leaves:
             target[o] = o
         for o, leaf in owner.items():
             target[o] = leaf
         return target
-    depth = ops.depth.tolist()
-    seq = sorted(set(cand.tolist()), key=lambda o: -depth[o])
+    # sorted(set(cand), key=-depth): a stable sort of the set's iteration order by -depth
+    in_set = np.fromiter(set(cand.tolist()), dtype=np.int64)
+    seq = in_set[np.argsort(-ops.depth[in_set].astype(np.int64), kind="stable")]
     rank = np.full(n, len(seq), dtype=np.int64)
-    rank[np.asarray(seq, dtype=np.int64)] = np.arange(len(seq))
+    rank[seq] = np.arange(len(seq))
     eligible = np.full(n, NONE, dtype=np.int64)
     eligible[cand] = cand
     inner = propagate(ctx, eligible)  # innermost eligible op on each chain (self included)
@@ -138,7 +140,7 @@ def _targets(ctx: Context, cand: np.ndarray) -> np.ndarray:
     leaf = is_cand & (best == len(seq))
     target[leaf] = np.flatnonzero(leaf)
     wrap = is_cand & ~leaf
-    target[wrap] = np.asarray(seq, dtype=np.int64)[best[wrap]]
+    target[wrap] = seq[best[wrap]]
     return target
 
 

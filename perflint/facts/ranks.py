@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from perflint.facts import Context, Row, enricher, run_source
+from perflint.metrics.stats import np_median
 
 FIELDS = {
     "rank": "rank",
@@ -48,7 +49,7 @@ def _excess(value: Any, peers: list[float]) -> tuple[float | None, float | None]
     """(peer median, % over it) — None when either side is unknown or the peers are at 0."""
     if value is None or not peers:
         return None, None
-    med = float(np.median(peers))
+    med = float(np_median(peers))
     if med <= 0:
         return med, None
     return med, 100.0 * (float(value) / med - 1.0)

@@ -17,6 +17,7 @@ import numpy as np
 
 from perflint.facts import Context, Row, enricher, fact
 from perflint.metrics.intervals import clip_length, merge
+from perflint.metrics.stats import np_median
 from perflint.metrics.steps import launch_ts, step_of
 from perflint.model import GPU_SYNC, KERNEL, MEMCPY, MEMSET, Trace
 
@@ -190,7 +191,7 @@ def step_busy_summary(ctx: Context, row: Row) -> Row:
     else:
         scope = f"median of {len(srows)} analysis step(s); least busy step #{worst['step']} at {worst['gpu_busy_pct']:.1f}%"
     return {
-        "step_busy_median_pct": float(np.median(pct)),
+        "step_busy_median_pct": float(np_median(pct)),
         "step_busy_min_pct": float(pct.min()),
         "step_busy_max_pct": float(pct.max()),
         "step_busy_worst": worst["step"],

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from perflint.facts import Context, Row, capability, fact
-from perflint.facts._optree import op_infos, propagate
+from perflint.facts._optree import on_chain, op_infos
 from perflint.facts._group import Groups, dense_ids, id_table, labels, present_ids
 from perflint.facts.launch import runtime_in_window, window_span_us
+from perflint.graph.ids import isin_ids
 from perflint.metrics.steps import step_of
 from perflint.model import MEMCPY, NONE, OP_CPU, Trace
 
@@ -58,13 +59,14 @@ def _op_window(ctx: Context, ts: np.ndarray) -> np.ndarray:
     return step_of(ctx.trace, ctx.steps, ts) >= 0
 
 
-def _under_sync_op(ctx: Context, sync_names: list[int]) -> np.ndarray:
-    """Per op: an aten::item / _local_scalar_dense is on its chain (the op itself included)."""
+def _under_sync_op(ctx: Context, sync_names: list[int], asked: np.ndarray) -> np.ndarray:
+    """Per asked op (NONE: False): an aten::item / _local_scalar_dense is on its chain (the op
+    itself included)."""
     ops = ctx.trace.ops
-    if not sync_names:
-        return np.zeros(len(ops), dtype=bool)
-    hit = np.isin(ops.name, np.asarray(sync_names, dtype=ops.name.dtype))
-    return propagate(ctx, np.where(hit, 1, NONE)) != NONE
+    if not sync_names or len(ops) == 0:
+        return np.zeros(len(asked), dtype=bool)
+    hit = isin_ids(ops.name, np.asarray(sync_names, dtype=ops.name.dtype))
+    return on_chain(ctx, hit, asked)
 
 
 @dataclass
@@ -83,14 +85,12 @@ def _events(ctx: Context) -> _Events:
     ops = t.ops
     rt = t.runtime
     sync_ops = [i for i in present_ids(ops.name) if t.s(i) in SYNC_OPS]
-    under = _under_sync_op(ctx, sync_ops)
     kind, op, blocked = [], [], []
     if sync_ops:
-        cand = np.flatnonzero(np.isin(ops.name, np.asarray(sync_ops, dtype=np.int32)) & (ops.kind == OP_CPU))
+        cand = np.flatnonzero(isin_ids(ops.name, np.asarray(sync_ops, dtype=np.int32)) & (ops.kind == OP_CPU))
         cand = cand[_op_window(ctx, ops.ts[cand])]
-        par = ops.parent[cand]
         # _local_scalar_dense inside aten::item: counted as the item
-        cand = cand[~((par != NONE) & under[np.where(par != NONE, par, 0)])]
+        cand = cand[~_under_sync_op(ctx, sync_ops, ops.parent[cand])]
         kind.append(ops.name[cand])
         op.append(cand)
         blocked.append(ops.dur[cand])
@@ -107,7 +107,7 @@ def _events(ctx: Context) -> _Events:
         rows = rows[runtime_in_window(ctx, rows)]
         rop = rt.op[rows]
         if len(ops):
-            rows = rows[~((rop != NONE) & under[np.where(rop != NONE, rop, 0)])]  # inside aten::item: counted as the item
+            rows = rows[~_under_sync_op(ctx, sync_ops, rop)]  # inside aten::item: counted as the item
         # memcpy direction / bytes per runtime call via its linked GPU copy (the last one linked)
         g = t.gpu
         cp = np.flatnonzero((g.kind == MEMCPY) & (g.launch != NONE))[::-1]

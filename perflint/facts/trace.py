@@ -7,6 +7,7 @@ import numpy as np
 
 from perflint.facts import Context, Row, fact
 from perflint.facts._common import gpu_utilization, steps_time_us, window_mask
+from perflint.metrics.stats import np_median
 from perflint.metrics.temporal import temporal_breakdown
 from perflint.model import KERNEL
 
@@ -44,7 +45,7 @@ def trace_row(ctx: Context) -> list[Row]:
             "device": dev.name if dev else None,
             "sm_count": dev.sm_count if dev else None,
             "steps": len(ctx.steps),
-            "step_median_us": float(np.median(durs)) if durs else None,
+            "step_median_us": float(np_median(durs)) if durs else None,
             "steps_time_us": steps_time_us(ctx) if durs else None,
             "kernel_time_us": float(g.dur[kern].sum()),
             "kernel_count": int(kern.sum()),

@@ -16,6 +16,7 @@ from typing import Callable, TypeVar
 
 import numpy as np
 
+from perflint.graph.ids import distinct, isin_ids
 from perflint.graph.intervals import enclosing, nest
 from perflint.model import NONE, OP_CPU, Step, Trace
 
@@ -58,8 +59,10 @@ def link(trace: Trace) -> Trace:
     ops, rt, gpu = trace.ops, trace.runtime, trace.gpu
     parent, depth, order = nest(ops.thread, ops.ts, ops.dur)
     ops.parent, ops.depth = parent, depth
+    trace.cache["_graph_op_order"] = (ops.thread, ops.ts, ops.dur, order)
     rt.op = enclosing(ops.thread, ops.ts, ops.dur, parent, order, rt.thread, rt.ts)
-    gpu.launch = _by_correlation(rt.correlation, gpu.correlation)
+    gpu.launch, unique = _match_correlation(rt.correlation, gpu.correlation)
+    trace.cache["_graph_corr_unique"] = (rt.correlation, gpu.correlation, gpu.launch, unique)
     _link_counter_ranges(trace)
     _link_forward(trace)
     _sources(trace)
@@ -68,16 +71,46 @@ def link(trace: Trace) -> Trace:
 
 
 def _by_correlation(rt_corr: np.ndarray, gpu_corr: np.ndarray) -> np.ndarray:
+    return _match_correlation(rt_corr, gpu_corr)[0]
+
+
+def _match_correlation(rt_corr: np.ndarray, gpu_corr: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Launching runtime call of each GPU row (NONE when none), and whether the runtime ids other
+    than NONE are unique (read off the sort the match needs anyway)."""
     out = np.full(len(gpu_corr), NONE, dtype=np.int32)
-    if len(rt_corr) == 0 or len(gpu_corr) == 0:
-        return out
+    if len(rt_corr) == 0:
+        return out, True
     order = np.argsort(rt_corr, kind="stable")
     sorted_corr = rt_corr[order]
+    unique = not bool(((sorted_corr[1:] == sorted_corr[:-1]) & (sorted_corr[1:] != NONE)).any())
+    if len(gpu_corr) == 0:
+        return out, unique
     pos = np.searchsorted(sorted_corr, gpu_corr)
     pos_c = np.minimum(pos, len(sorted_corr) - 1)
     hit = (sorted_corr[pos_c] == gpu_corr) & (gpu_corr != NONE)
     out[hit] = order[pos_c[hit]]
-    return out
+    return out, unique
+
+
+def ops_by_thread_ts(trace: Trace) -> np.ndarray | None:
+    """The ops in np.lexsort((-dur, ts, thread)) order, as the nesting step sorted them (None when
+    the columns changed since, or never went through link)."""
+    got = trace.cache.get("_graph_op_order")
+    ops = trace.ops
+    if got is None or got[0] is not ops.thread or got[1] is not ops.ts or got[2] is not ops.dur:
+        return None
+    return got[3]  # type: ignore[no-any-return]
+
+
+def unique_correlation_launch(trace: Trace) -> np.ndarray | None:
+    """gpu.launch when it is the whole correlation match: no two runtime calls share a
+    correlation id, so a GPU row's id (other than NONE) occurs on its launch call and on no other
+    runtime call. None when that is not known (ids repeat, or the columns changed since link)."""
+    got = trace.cache.get("_graph_corr_unique")
+    rt, gpu = trace.runtime, trace.gpu
+    if got is None or got[0] is not rt.correlation or got[1] is not gpu.correlation or got[2] is not gpu.launch:
+        return None
+    return gpu.launch if got[3] else None
 
 
 def _link_counter_ranges(trace: Trace) -> None:
@@ -88,7 +121,7 @@ def _link_counter_ranges(trace: Trace) -> None:
         return
     rt = trace.runtime
     launch_ids = [i for i, s in enumerate(trace.strings) if s.startswith("cudaLaunchKernel")]
-    idx = np.flatnonzero(np.isin(rt.name, np.asarray(launch_ids, dtype=np.int32)))
+    idx = np.flatnonzero(isin_ids(rt.name, np.asarray(launch_ids, dtype=np.int32)))
     if len(idx) != len(ranges):
         trace.warnings.append(
             f"{len(ranges)} CUPTI counter ranges but {len(idx)} kernel launches: counters not attributed to ops"
@@ -217,12 +250,12 @@ def _sources(trace: Trace) -> None:
 
     if len(py):
         user_sid: dict[int, int] = {}
-        for name in np.unique(py.name).tolist():
+        for name in distinct(py.name):
             fr = parse_frame(strings[name])
             if fr is not None and is_user_frame(fr[0]):
                 user_sid[name] = sid(f"{fr[0]}:{fr[1]}")
         if user_sid:
-            keep = np.flatnonzero(np.isin(py.name, np.fromiter(user_sid, dtype=np.int32)))
+            keep = np.flatnonzero(isin_ids(py.name, np.fromiter(user_sid, dtype=np.int32)))
             thr, ts, dur = py.thread[keep], py.ts[keep], py.dur[keep]
             par, _, order = nest(thr, ts, dur)
             hit = enclosing(thr, ts, dur, par, order, ops.thread, ops.ts)
@@ -232,7 +265,7 @@ def _sources(trace: Trace) -> None:
     need = (ops.source == NONE) & (ops.stack != NONE)
     if need.any():
         stack_src: dict[int, int] = {}
-        for st in np.unique(ops.stack[need]).tolist():
+        for st in distinct(ops.stack[need]):
             src = NONE
             for frame in strings[st].split(";"):
                 fr = parse_frame(frame)
@@ -251,7 +284,7 @@ def _steps(trace: Trace) -> list[Step]:
     if not step_names:
         return steps
     # Old traces record ProfilerStep#N as an Operator, new ones as a user_annotation: match by name.
-    idx = np.flatnonzero(np.isin(ops.name, np.fromiter(step_names, dtype=np.int32)))
+    idx = np.flatnonzero(isin_ids(ops.name, np.fromiter(step_names, dtype=np.int32)))
     seen: set[int] = set()
     for i in idx[np.argsort(ops.ts[idx], kind="stable")].tolist():
         num = step_names[int(ops.name[i])]
@@ -356,3 +389,25 @@ def top_ops(trace: Trace) -> np.ndarray:
         return best
 
     return _cached(trace, "_graph_top_ops", (ops.parent, member), make)
+
+
+def top_ops_of(trace: Trace, op: np.ndarray) -> np.ndarray:
+    """`top_ops(trace)[op]` for an array of op indices (none NONE), without the whole-trace
+    table: walks up the asked ops' chains only, one vectorized step per level (the summary asks
+    for the launching ops of a few kernels, a small share of the ops)."""
+    member = _stack_member_array(trace)
+    parent = trace.ops.parent
+    op = np.asarray(op, dtype=np.int64)
+    best = np.where(member[op], op, NONE).astype(np.int64)
+    cur = parent[op].astype(np.int64)
+    live = np.flatnonzero(cur != NONE)
+    for _ in range(len(parent)):  # bounded: a parent cycle cannot hang the walk
+        if len(live) == 0:
+            break
+        c = cur[live]
+        up = member[c]
+        best[live[up]] = c[up]  # later (outer) members overwrite inner ones
+        nxt = parent[c]
+        cur[live] = nxt
+        live = live[nxt != NONE]
+    return best

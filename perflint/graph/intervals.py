@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from perflint.graph.ids import distinct
 from perflint.model import NONE
 
 
@@ -35,7 +36,7 @@ def nest(thread: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> tuple[np.ndarra
     seg[0] = True
     seg[1:] = s_thr[1:] != s_thr[:-1]
     seg_lo = np.maximum.accumulate(np.where(seg, np.arange(n), 0))
-    ppos = _prev_ge(s_end, seg_lo)
+    ppos = _prev_ge(s_end, seg_lo, np.flatnonzero(seg))
     has = ppos >= 0
     s_par = np.full(n, NONE, dtype=np.int32)
     s_par[has] = order[ppos[has]]
@@ -45,6 +46,7 @@ def nest(thread: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> tuple[np.ndarra
 
 
 _CHASE_ROUNDS = 48  # pointer-chasing rounds before the remaining queries switch to a search
+_CLIMB_ROUNDS = 16  # one-level climbing rounds in `enclosing` before binary lifting takes over
 _MAX_SEGMENT_LOOPS = 1024  # threads beyond which _prev_ge skips its per-thread root pre-pass
 
 
@@ -62,13 +64,13 @@ def _sort_order(thread: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> np.ndarr
         tied[1:] = same
         tied[:-1] |= same
         pos = np.flatnonzero(tied)
-        group = np.concatenate(([0], np.cumsum(~same)))[pos]
         sub = order[pos]
-        order[pos] = sub[np.lexsort((-dur[sub], group))]  # stable: equal durations keep index order
+        # The (sorted, NaN-free) times themselves key the tie groups: equal times, one group.
+        order[pos] = sub[np.lexsort((-dur[sub], s[pos]))]  # stable: equal durations keep index order
     return order[np.argsort(thread[order], kind="stable")]
 
 
-def _prev_ge(v: np.ndarray, lo: np.ndarray) -> np.ndarray:
+def _prev_ge(v: np.ndarray, lo: np.ndarray, starts: np.ndarray | None = None) -> np.ndarray:
     """For each i, the largest j in [lo[i], i) with v[j] >= v[i], else -1.
 
     Pointer chasing: p starts at i - 1; while v[p] < v[i], everything between p's own answer
@@ -80,7 +82,8 @@ def _prev_ge(v: np.ndarray, lo: np.ndarray) -> np.ndarray:
     ptr[ptr < lo] = -1
     # Roots (above everything before them on their thread) would otherwise chase through every
     # earlier root: find them by a running max per thread (few threads: one call each).
-    starts = np.flatnonzero(lo == np.arange(n))
+    if starts is None:  # the segments' first positions (lo[i] == i), when the caller has none
+        starts = np.flatnonzero(lo == np.arange(n))
     if len(starts) <= _MAX_SEGMENT_LOOPS:
         root = np.zeros(n, dtype=bool)
         for a, b in zip(starts.tolist(), [*starts[1:].tolist(), n]):
@@ -203,7 +206,7 @@ def enclosing(
     end = ts + dur
     # Last interval starting at or before the query point (ties: the innermost, sorted last).
     cand = np.full(nq, NONE, dtype=np.int64)
-    for t in np.unique(q_thread).tolist():
+    for t in distinct(q_thread):
         lo, hi = np.searchsorted(s_thr, [t, t + 1])
         if lo == hi:
             continue
@@ -214,24 +217,37 @@ def enclosing(
     if np.isnan(end).any() or not bool((end[parent[has]] >= end[has]).all()):
         return _enclosing_loop(cand, q_ts, parent, end, out)
     # Ends never decrease up a parent chain, so "climb while the interval ends before the query"
-    # stops at one point that binary lifting finds in O(log depth) vectorized steps.
-    up = [parent.astype(np.int64)]
-    while True:
-        u = up[-1]
-        nxt = np.where(u >= 0, u[np.maximum(u, 0)], NONE)
-        if not (nxt >= 0).any():
-            break
-        up.append(nxt)
+    # stops at one point. Few queries climb and real trees are shallow: climb a level at a time
+    # over the climbers only; binary lifting (O(log depth) steps, a table over all intervals)
+    # finishes what is left after _CLIMB_ROUNDS.
     valid = np.flatnonzero(cand != NONE)
     c = cand[valid]
     q = q_ts[valid]
     climb = end[c] < q
     sel = np.flatnonzero(climb)
     cc, qq = c[sel], q[sel]
-    for u in reversed(up):
-        a = u[cc]
-        mv = (a >= 0) & (end[np.maximum(a, 0)] < qq)
-        cc[mv] = a[mv]
+    live = np.arange(len(sel))
+    for _ in range(_CLIMB_ROUNDS):
+        if len(live) == 0:
+            break
+        a = parent[cc[live]]
+        mv = (a >= 0) & (end[np.maximum(a, 0)] < qq[live])
+        cc[live[mv]] = a[mv]
+        live = live[mv]
+    if len(live):
+        up = [parent.astype(np.int64)]
+        while True:
+            u = up[-1]
+            nxt = np.where(u >= 0, u[np.maximum(u, 0)], NONE)
+            if not (nxt >= 0).any():
+                break
+            up.append(nxt)
+        cl, ql = cc[live], qq[live]
+        for u in reversed(up):
+            a = u[cl]
+            mv = (a >= 0) & (end[np.maximum(a, 0)] < ql)
+            cl[mv] = a[mv]
+        cc[live] = cl
     c[sel] = parent[cc]  # the first ancestor that does not end before the query
     out[valid] = c
     return out

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from perflint.graph.ids import unique_inverse
 from perflint.model import GPU_SYNC, KERNEL, MEMCPY, MEMSET, Trace
 
 CATEGORIES = (
@@ -155,7 +156,7 @@ def classify(trace: Trace) -> KernelClasses:
     category[g.kind == GPU_SYNC] = SYNC_CATEGORY
     kern = g.kind == KERNEL
     if kern.any():
-        names, inverse = np.unique(g.name[kern], return_inverse=True)
+        names, inverse = unique_inverse(g.name[kern])
         cat_u = np.empty(len(names), dtype=np.int8)
         tc_u = np.empty(len(names), dtype=np.int8)
         for i, sid in enumerate(names.tolist()):

@@ -6,8 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from perflint.graph.build import top_ops
+from perflint.graph.build import top_ops, top_ops_of
+from perflint.graph.ids import unique_inverse
 from perflint.metrics.kernels import CATEGORIES, SYNC_CATEGORY, classify
+from perflint.metrics.stats import np_median
 from perflint.metrics.steps import analysis_steps
 from perflint.metrics.tb_gpu import gpu_summary
 from perflint.metrics.tensor_cores import tensor_core_summary
@@ -34,7 +36,7 @@ def top_level_ops(trace: Trace, gpu_rows: np.ndarray) -> np.ndarray:
     ok = np.flatnonzero(r != NONE)
     op = trace.runtime.op[r[ok]]
     has = op != NONE
-    out[ok[has]] = top_ops(trace)[op[has]]
+    out[ok[has]] = top_ops_of(trace, op[has])
     return out
 
 
@@ -55,7 +57,7 @@ def top_kernels(trace: Trace, limit: int = TOP_KERNELS) -> list[dict[str, Any]]:
     kern = np.flatnonzero(g.kind == KERNEL)
     if len(kern) == 0:
         return []
-    names, inverse = np.unique(g.name[kern], return_inverse=True)
+    names, inverse = unique_inverse(g.name[kern])
     totals = np.bincount(inverse, weights=g.dur[kern])
     counts = np.bincount(inverse)
     order = np.argsort(-totals, kind="stable")[:limit]
@@ -105,7 +107,7 @@ def summarize(trace: Trace, include_edge_steps: bool = False) -> dict[str, Any]:
         },
         "steps": {
             "count": len(steps),
-            "median_us": _r(float(np.median(durs))) if durs else None,
+            "median_us": _r(float(np_median(durs))) if durs else None,
             "excluded_edges": len(steps) != len(trace.steps),
         },
         "gpu": {k: _r(v) for k, v in gpu.items()},

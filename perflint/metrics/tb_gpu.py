@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from perflint.metrics.intervals import covered_before, merge
+from perflint.graph.ids import distinct
+from perflint.metrics.intervals import covered_before, merge, reduce_at
 from perflint.model import KERNEL, MEMCPY, MEMSET, NONE, OP_CPU, Trace
 
 TAIL_RATIO = 0.8  # plugin: a last step with < 80 % of the previous step's device work is dropped
@@ -53,16 +54,17 @@ def _extend_to_device(trace: Trace, starts: np.ndarray, ends: np.ndarray) -> tup
     # A runtime call belongs to the first step (in order) that ends after the call starts - the
     # plugin's merge-walk over time-sorted runtimes and steps - and counts only if it lies wholly
     # inside that step.
-    r_end = rt.ts + rt.dur
-    k = np.searchsorted(np.maximum.accumulate(ends), rt.ts, side="right")
-    kk = np.minimum(k, n - 1)
-    inside = (k < n) & (rt.ts >= starts[kk]) & (r_end <= ends[kk])
-    step_of_rt = np.where(inside, k, NONE)
-
-    dev = np.isin(g.kind, (KERNEL, MEMCPY, MEMSET))
+    # Only the calls that launched device work are asked: their step, not every call's.
+    dev = (g.kind == KERNEL) | (g.kind == MEMCPY) | (g.kind == MEMSET)
     linked = dev & (g.launch != NONE)
+    li = g.launch[linked]
+    r_ts = rt.ts[li]
+    r_end = r_ts + rt.dur[li]
+    k = np.searchsorted(np.maximum.accumulate(ends), r_ts, side="right")
+    kk = np.minimum(k, n - 1)
+    inside = (k < n) & (r_ts >= starts[kk]) & (r_end <= ends[kk])
     step_of_dev = np.full(len(g), NONE, dtype=np.int64)
-    step_of_dev[linked] = step_of_rt[g.launch[linked]]
+    step_of_dev[linked] = np.where(inside, k, NONE)
     matched = step_of_dev != NONE
     if not matched.any():
         return float(starts[0]), float(ends[-1])
@@ -72,8 +74,8 @@ def _extend_to_device(trace: Trace, starts: np.ndarray, ends: np.ndarray) -> tup
     count = np.bincount(ms, minlength=n)
     dmin = np.full(n, np.inf)
     dmax = np.full(n, -np.inf)
-    np.minimum.at(dmin, ms, g.ts[matched])
-    np.maximum.at(dmax, ms, d_end[matched])
+    reduce_at(np.minimum, dmin, ms, g.ts[matched])
+    reduce_at(np.maximum, dmax, ms, d_end[matched])
 
     prev = float(starts[0])
     if count[0]:
@@ -130,9 +132,11 @@ def sm_segments(k: _DeviceKernels) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return np.zeros(0), np.zeros(0), np.zeros(0)
     v = k.blocks_per_sm[has]
     t = np.concatenate((k.ts[has], k.end[has]))
-    typ = np.concatenate((np.zeros(len(v), np.int8), np.ones(len(v), np.int8)))  # starts before ends
     val = np.concatenate((v, -v))
-    order = np.lexsort((typ, t))
+    # np.lexsort((typ, t)) with typ 0 for starts, 1 for ends: starts come first in `t`, so a stable
+    # sort by time alone puts them before ends at equal times (NaNs too); the two nearly sorted
+    # halves merge in one timsort pass.
+    order = np.argsort(t, kind="stable")
     t, val = t[order], val[order]
     running = np.cumsum(val)  # sequential, like the plugin's running sum (same float residue)
     seg = (t[1:] > t[:-1]) & (running[:-1] > 0)
@@ -166,13 +170,17 @@ def gpu_metrics(trace: Trace, device: int | None = None) -> dict[str, float | No
 
 
 def gpu_summary(trace: Trace) -> dict[str, float | None]:
-    """The `gpu.*` keys of `perflint summary`, in percent."""
-    m = gpu_metrics(trace)
-    return {
-        "utilization_pct": None if m["utilization"] is None else 100.0 * m["utilization"],
-        "sm_efficiency_pct": None if m["sm_efficiency"] is None else 100.0 * m["sm_efficiency"],
-        "achieved_occupancy_pct": m["achieved_occupancy"],
-    }
+    """The `gpu.*` keys of `perflint summary`, in percent. Kept in trace.cache (the summary and
+    the fact sources both ask); callers get their own copy."""
+    got = trace.cache.get("gpu_summary")
+    if got is None:
+        m = gpu_metrics(trace)
+        got = trace.cache["gpu_summary"] = {
+            "utilization_pct": None if m["utilization"] is None else 100.0 * m["utilization"],
+            "sm_efficiency_pct": None if m["sm_efficiency"] is None else 100.0 * m["sm_efficiency"],
+            "achieved_occupancy_pct": m["achieved_occupancy"],
+        }
+    return dict(got)
 
 
 def profiler_range(trace: Trace) -> tuple[float, float] | None:
@@ -182,7 +190,7 @@ def profiler_range(trace: Trace) -> tuple[float, float] | None:
     if isinstance(pr, (tuple, list)) and len(pr) == 2:
         return float(pr[0]), float(pr[1])
     g = trace.gpu
-    dev = np.isin(g.kind, (KERNEL, MEMCPY, MEMSET))
+    dev = (g.kind == KERNEL) | (g.kind == MEMCPY) | (g.kind == MEMSET)
     lo, hi = np.inf, -np.inf
     for ts, dur in ((trace.ops.ts, trace.ops.dur), (trace.runtime.ts, trace.runtime.dur),
                     (trace.pyfn.ts, trace.pyfn.dur), (g.ts[dev], g.dur[dev])):
@@ -222,7 +230,7 @@ def gpu_timeline(trace: Trace) -> dict[str, Any]:
     # The plugin emits the utilization series of every device first, then the SM-efficiency ones.
     util_events: list[dict[str, Any]] = []
     sm_events: list[dict[str, Any]] = []
-    for dev in np.unique(g.device[kern]).tolist():
+    for dev in distinct(g.device[kern]):
         k = _device_kernels(trace, int(dev))
         ms, me = merge(k.ts, k.end)
         util = (covered_before(ms, me, b1) - covered_before(ms, me, b0)) / (b1 - b0) if nb else np.zeros(0)

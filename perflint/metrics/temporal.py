@@ -22,6 +22,8 @@ from typing import Callable
 
 import numpy as np
 
+from perflint.graph.build import unique_correlation_launch
+from perflint.graph.ids import unique_inverse
 from perflint.metrics.intervals import merge
 from perflint.model import NONE, Trace
 
@@ -106,13 +108,41 @@ def hta_device_mask(trace: Trace) -> tuple[np.ndarray, bool]:
     gpu_row = ((g.stream >= 0) & (g.correlation >= 0)) | _name_hits(sync_lut, g.name)
     # Correlation ids of the kept CPU-side rows: runtime calls, plus activities HTA does not count as
     # GPU rows (no stream or no correlation); CPU ops carry none, which HTA reads as -1.
-    kept_rt = trace.runtime.correlation[trace.runtime.ts < last_start]
     kept_cpu_gpu_table = ~gpu_row & (g.ts < last_start)
-    corrs = [kept_rt, g.correlation[kept_cpu_gpu_table]]
+    others = [g.correlation[kept_cpu_gpu_table]]
     if (trace.ops.ts < last_start).any() or (trace.pyfn.ts < last_start).any():
-        corrs.append(np.array([NONE], dtype=np.int64))
-    kept = np.where(gpu_row, _isin_int(g.correlation, np.concatenate(corrs)), kept_cpu_gpu_table)
+        others.append(np.array([NONE], dtype=np.int64))
+    launch = unique_correlation_launch(trace)
+    if launch is None:
+        kept_rt = trace.runtime.correlation[trace.runtime.ts < last_start]
+        found = _isin_int(g.correlation, np.concatenate([kept_rt, *others]))
+    else:
+        found = _kept_by_launch(trace, launch, last_start) | _isin_sorted(g.correlation, np.concatenate(others))
+    kept = np.where(gpu_row, found, kept_cpu_gpu_table)
     return kept & on_stream, True
+
+
+def _kept_by_launch(trace: Trace, launch: np.ndarray, last_start: float) -> np.ndarray:
+    """Per GPU row: its correlation id is on a runtime call kept (starting before `last_start`).
+    With unique runtime ids the linked call is the only candidate (no membership table over the
+    whole id range)."""
+    g, rt = trace.gpu, trace.runtime
+    out = np.zeros(len(g), dtype=bool)
+    linked = launch != NONE
+    out[linked] = rt.ts[launch[linked]] < last_start
+    none = g.correlation == NONE  # never linked; a kept runtime call without an id matches them
+    if none.any():
+        out[none] = bool(((rt.correlation == NONE) & (rt.ts < last_start)).any())
+    return out
+
+
+def _isin_sorted(values: np.ndarray, members: np.ndarray) -> np.ndarray:
+    """np.isin for a few integer members: a sort of the members and a binary search."""
+    if len(values) == 0 or len(members) == 0:
+        return np.zeros(len(values), dtype=bool)
+    s = np.sort(members)
+    pos = np.minimum(np.searchsorted(s, values), len(s) - 1)
+    return s[pos] == values  # type: ignore[no-any-return]
 
 
 def hta_temporal(trace: Trace) -> TemporalBreakdown | None:
@@ -130,7 +160,7 @@ def hta_temporal(trace: Trace) -> TemporalBreakdown | None:
         busy = float((me - ms).sum())
         idle = kernel_time - busy
         names = g.name[mask]
-        uniq, inv = np.unique(names, return_inverse=True)
+        uniq, inv = unique_inverse(names)
         is_compute = np.array([hta_kernel_type(trace.s(int(n))) == "COMPUTATION" for n in uniq.tolist()], dtype=bool)
         c = is_compute[inv] if len(uniq) else np.zeros(0, dtype=bool)
         cs, ce = merge(ts[c], end[c])
