@@ -141,7 +141,7 @@ def _rank_pool(files: list[str], fmt: str | None, jobs: int, memory_budget: int 
 
     try:
         return RankPool(files, fmt, jobs, memory_budget)
-    except (OSError, RuntimeError):  # no processes here (sandbox, daemonic parent): run() decides
+    except (OSError, RuntimeError, AssertionError):  # no processes here (sandbox, daemonic parent): run() decides
         return None
 
 

@@ -83,7 +83,12 @@ class RankPool:
         share = None if memory_budget is None else max(1, memory_budget // n)  # the run's budget, shared
         self.pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx)
         _GATE = self.gate  # the workers are all forked at the first submit (fork start method)
-        self.futures = [self.pool.submit(_read_then_run, (f, fmt, None, share)) for f in files]  # type: ignore[arg-type]
+        try:
+            self.futures = [self.pool.submit(_read_then_run, (f, fmt, None, share)) for f in files]  # type: ignore[arg-type]
+        except BaseException:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.gate.buf.close()
+            raise
         self.open = True
 
     def results(self, fn: Callable[[Trace], Any]) -> Iterator[Outcome]:
