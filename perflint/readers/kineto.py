@@ -1199,8 +1199,10 @@ def _read_parallel(path: str, data: Any, size: int, workers: int = 0) -> Trace |
     """Slices decoded and turned into columns in forked workers, merged in file order here.
     None when it cannot be done (then the sequential slicer runs)."""
     job = _start_parallel(path, data, size, workers)
-    if job is None:
-        return None
+    return None if job is None else _finished(job)
+
+
+def _finished(job: _ParallelRead) -> Trace | None:
     try:
         return job.finish()
     except (OSError, RuntimeError, AssertionError):  # a worker died (BrokenProcessPool is a RuntimeError)
@@ -1282,10 +1284,7 @@ def _read(path: str, data: Any, plan: budget.Plan, job: _ParallelRead | None) ->
             events, doc = decode(path, whole)
             return build_trace_reference(path, events, doc, whole if b"cuda_profiler_range" in whole else None)
         if job is not None:
-            try:
-                trace = job.finish()
-            except (OSError, RuntimeError, AssertionError):  # a worker died (BrokenProcessPool)
-                trace = None
+            trace = _finished(job)
         elif stream is not None and len(data) > 2 * size and size >= 1 << 20 and plan.workers > 1:
             trace = _read_parallel(path, data, size, plan.workers)  # the .gz, now whole in memory
         if trace is None and len(data) > min(size, SLICED_MIN_BYTES):
