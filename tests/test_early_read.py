@@ -13,6 +13,7 @@ import pytest
 
 from perflint.cli import main
 from perflint.graph.build import link
+from perflint import pipeline
 from perflint.pipeline import Prepared
 from perflint.readers import kineto, start_read
 from perflint.readers.source import read_bytes
@@ -97,7 +98,18 @@ def _digest(outcomes: list) -> list[tuple[str, object, object]]:
     return [(o.path, o.error, None if o.result is None else o.result.findings) for o in outcomes]
 
 
-def test_rank_workers_read_before_the_work_exists(ranks: Path) -> None:
+def test_small_rank_files_wait_for_the_rules(ranks: Path) -> None:
+    """Workers forked before the rules load import the analysis modules again: not worth it for
+    a few small files, which go to workers forked after it (inheriting the modules)."""
+    prepared = Prepared([str(ranks)], jobs=2)
+    try:
+        assert prepared.ranks is None and multiprocessing.active_children() == []
+    finally:
+        prepared.close()
+
+
+def test_rank_workers_read_before_the_work_exists(ranks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pipeline, "RANK_POOL_MIN_BYTES", 0)
     from perflint.engine.loader import load_rules
     from perflint.config import Config, select_rules
     from perflint.commands.check import _check_one
@@ -121,14 +133,18 @@ def test_rank_workers_read_before_the_work_exists(ranks: Path) -> None:
     assert "rank3.json" in (early[3].error or "")
 
 
-def test_rank_workers_stop_when_the_run_does(ranks: Path) -> None:
+def test_rank_workers_stop_when_the_run_does(ranks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pipeline, "RANK_POOL_MIN_BYTES", 0)
     prepared = Prepared([str(ranks)], jobs=2)
     assert prepared.ranks is not None
     prepared.close()  # e.g. a bad rule file: the waiting workers are let go
     assert multiprocessing.active_children() == []
 
 
-def test_bad_rule_dir_with_rank_workers(ranks: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_rule_dir_with_rank_workers(
+    ranks: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pipeline, "RANK_POOL_MIN_BYTES", 0)
     bad = tmp_path / "rules"
     bad.mkdir()
     (bad / "X.yaml").write_text("code: nope\n")
@@ -136,3 +152,13 @@ def test_bad_rule_dir_with_rank_workers(ranks: Path, tmp_path: Path, capsys: pyt
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "X.yaml" in err[0], err
     assert multiprocessing.active_children() == []
+
+
+def test_rank_pool_report_byte_identical(ranks: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    def report(*extra: str) -> tuple[int, str]:
+        code = main(["check", str(ranks), "--format", "json", "--fail-on", "never", *extra])
+        return code, capsys.readouterr().out
+
+    serial = report("--jobs", "1")
+    monkeypatch.setattr(pipeline, "RANK_POOL_MIN_BYTES", 0)
+    assert report("--jobs", "2") == serial

@@ -34,8 +34,9 @@ class Prepared:
     """The traces under `paths`, found, and their reads begun, so that the caller loads its rules
     while they decode: one file read here starts in `readers.start_read` (a big one decodes in
     worker processes); rank files for local --jobs workers go to a `ranks.RankPool` (each worker
-    reads its first trace, then waits for the work). `run(fn)` does the work; `close()` abandons
-    reads that `run` never ended (a bad config or rule file)."""
+    reads its first trace, then waits for the work) when they are big enough for that to pay.
+    `run(fn)` does the work; `close()` abandons reads that `run` never ended (a bad config or
+    rule file)."""
 
     def __init__(
         self,
@@ -49,7 +50,7 @@ class Prepared:
         self.files, self.errors = discover(paths)
         self.pending: PendingRead | None = None
         self.ranks: RankPool | None = None
-        if self.executor.kind != "dask" and jobs > 1 and len(self.files) > 1:
+        if self.executor.kind != "dask" and jobs > 1 and len(self.files) > 1 and _trace_bytes(self.files) >= RANK_POOL_MIN_BYTES:
             self.ranks = _rank_pool(self.files, fmt, jobs, memory_budget)
         if self.executor.kind != "dask" and len(self.files) == 1:
             from perflint.readers import kineto
@@ -130,6 +131,22 @@ def run(
         return prepared.run(fn)
     finally:
         prepared.close()
+
+
+# Rank workers forked before the rules load import the analysis modules themselves (about 0.2 s
+# each) instead of inheriting them: worth it only when the reads take longer than that.
+RANK_POOL_MIN_BYTES = 64 << 20
+_GZ_RATIO = 8  # a .gz trace's JSON is several times its size on disk
+
+
+def _trace_bytes(files: list[str]) -> int:
+    total = 0
+    for f in files:
+        try:
+            total += os.path.getsize(f) * (_GZ_RATIO if f.endswith(".gz") else 1)
+        except OSError:
+            pass  # the read reports it
+    return total
 
 
 def _rank_pool(files: list[str], fmt: str | None, jobs: int, memory_budget: int | None) -> RankPool | None:
