@@ -175,11 +175,7 @@ def _slices(buf: Any, n: int, start: int, size: int) -> Iterator[Any]:
                 if events is not None:
                     yield events
                     del events
-                    pos = k + 1
-                    # skip the comma
-                    while buf[pos] != 0x2C:
-                        pos += 1
-                    pos += 1
+                    pos = after(buf, k + 1)
                     rel.upto(pos)
                     if progress is not None:
                         progress(pos, n)

@@ -58,8 +58,9 @@ class Event(msgspec.Struct, gc=False):
     args: Union[Args, None] = None
 
 
-class TraceFile(msgspec.Struct, gc=False):
-    traceEvents: list[Event]
+class _TraceMeta(msgspec.Struct, kw_only=True, gc=False):
+    """The document's keys around traceEvents, the same for the lenient and the strict schema."""
+
     deviceProperties: Any = None
     computeProperties: Any = None
     distributedInfo: Any = None
@@ -70,6 +71,10 @@ class TraceFile(msgspec.Struct, gc=False):
     cuda_driver_version: Any = None
     hip_runtime_version: Any = None
     cupti_version: Any = None
+
+
+class TraceFile(_TraceMeta, kw_only=True, gc=False):
+    traceEvents: list[Event]
 
 
 TraceDoc = Union[TraceFile, list[Event]]
@@ -170,18 +175,8 @@ _SKIPS = tuple(msgspec.defstruct(f"Skip{i}", [], bases=(SkipEvent,), tag=ph, gc=
 AnyStrictEvent = Union[(XEvent, IEvent, IEventUpper, *_SKIPS)]  # type: ignore[valid-type]
 
 
-class StrictTraceFile(msgspec.Struct, gc=False):
+class StrictTraceFile(_TraceMeta, kw_only=True, gc=False):
     traceEvents: list[AnyStrictEvent]  # type: ignore[valid-type]
-    deviceProperties: Any = None
-    computeProperties: Any = None
-    distributedInfo: Any = None
-    schemaVersion: Any = None
-    displayTimeUnit: Any = None
-    traceName: Any = None
-    cuda_runtime_version: Any = None
-    cuda_driver_version: Any = None
-    hip_runtime_version: Any = None
-    cupti_version: Any = None
 
 
 STRICT_DECODER: msgspec.json.Decoder[Any] = msgspec.json.Decoder(Union[StrictTraceFile, list[AnyStrictEvent]])  # type: ignore[valid-type]
