@@ -58,7 +58,7 @@ def _lowered(name: str) -> str | None:
 _COMM = _NoCase(r"nccl|rccl|hccl|msccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv|c10d")
 _ATTN = _NoCase(r"flash|fmha|attention|attn|sdpa|mha_|xformers|softmax_warp_backward_kernel_attn")
 _CONV = _NoCase(
-    r"conv|fprop|dgrad|wgrad|implicit_convolve|winograd|igemm_(?:fwd|bwd|wrw)|gtcx|naive_conv|im2col|col2im|"
+    r"conv(?!ert)|fprop|dgrad|wgrad|implicit_convolve|winograd|igemm_(?:fwd|bwd|wrw)|gtcx|naive_conv|im2col|col2im|"
     r"[sh]cudnn|\d+cudnn",  # cuDNN's own GEMM-based conv kernels: volta_scudnn_*, turing_fp16_s1688cudnn_*
 )
 _GEMM = _NoCase(
@@ -69,7 +69,7 @@ _NORM = _NoCase(r"norm|bn_fw|bn_bw|welford|rms")
 _REDUCE = _NoCase(r"reduce|reduction|softmax|argmax|argmin|cumsum|scan|sum_kernel|topk|sort")
 _ELEMWISE = _NoCase(
     r"elementwise|vectorized|unrolled|pointwise|fill|copy|CatArray|index|gather|scatter|distribution|"
-    r"embedding|where|clamp|relu|gelu|silu|dropout|nchwToNhwc|nhwcToNchw|transpose|permute",
+    r"embedding|where|clamp|relu|gelu|silu|dropout|nchwToNhwc|nhwcToNchw|transpose|permute|convert",
 )
 
 # --- Tensor Cores -------------------------------------------------------------------------
@@ -91,8 +91,15 @@ _TC = _NoCase(
 _NOT_TC = _NoCase(
     r"volta_sgemm|turing_sgemm|ampere_sgemm|maxwell_sgemm|kepler_sgemm|magma_sgemm|_simt_|simt_|gemmk1|"
     r"gemv|gemmSN|implicit_convolve_sgemm|dot_kernel|precomputed_convolve_sgemm|explicit_convolve_sgemm|"
-    r"fft2d|fft_|scudnn|hcudnn",  # [sh]cudnn: cuDNN SIMT kernels (the MMA ones say h884/s1688...)
+    r"fft2d|fft_|scudnn|hcudnn|"  # [sh]cudnn: cuDNN SIMT kernels (the MMA ones say h884/s1688...)
+    # cuBLAS's FP32 xmma kernels on sm80/sm90 are SIMT FFMA: sm80_xmma_gemm_f32f32_f32f32_f32_..._ffma_
+    # (recorded on an H100 with TF32 off, fixtures/gpu/gemm_fp32); the TF32 ones say tf32 instead.
+    r"_ffma",
 )
+# Library helper kernels that run beside a matrix kernel but issue no matrix math themselves: the
+# split-K reduction epilogue and cuDNN's workspace initialisation. Their category stays the
+# parent's (their time is GEMM/conv time) but Tensor Core use does not apply to them.
+_HELPER = _NoCase(r"splitKreduce|splitk_reduce|init_device_workspace")
 
 
 def kernel_category(name: str) -> str:
@@ -130,7 +137,7 @@ def uses_tensor_cores(name: str) -> bool | None:
 
 
 def _tensor_cores(name: str, low: str | None, cat: str) -> bool | None:
-    if cat not in ("gemm", "conv", "attention"):
+    if cat not in ("gemm", "conv", "attention") or _HELPER.hit(name, low):
         return None
     if _NOT_TC.hit(name, low):
         return False

@@ -148,14 +148,11 @@ def conv_shape(op: str, dims: Any) -> Shape | None:
         conv[nm] = v
     for nm, v in zip(("R", "S") if len(filt) == 2 else ("T", "R", "S")[-len(filt):], filt):
         conv[nm] = v
-    s = Shape(
-        m=n * pq,
-        n=kk,
-        k=c_per_g * rs,
-        where={"C": [(0, 1), (1, 1)] if groups == 1 else [(0, 1)], "K": [(1, 0)]},
-        conv=conv,
-    )
-    _add_bias(s, dims, 2, "K", kk)
+    # A grouped convolution is `groups` GEMMs over C/g input and K/g output channels: those are
+    # the dims that tile, and padding them scales the input's C and the weight's K by g.
+    cdim, kdim = ("C", "K") if groups == 1 else ("C/g", "K/g")
+    s = Shape(m=n * pq, n=kk, k=c_per_g * rs, where={cdim: [(0, 1), (1, 1)], kdim: [(1, 0)]}, conv=conv)
+    _add_bias(s, dims, 2, kdim, kk)
     s.flops = 2.0 * n * kk * pq * c * rs / groups
     return s
 
@@ -170,9 +167,17 @@ def ceil_to(x: int, m: int) -> int:
 
 def checked_dims(s: Shape) -> dict[str, int]:
     """The dims whose alignment matters: M, N, K for GEMMs (dims of 1 are GEMV, skipped);
-    input and output channels C, K for convolutions (NHWC Tensor Core kernels tile channels)."""
+    input and output channels C, K for convolutions (NHWC Tensor Core kernels tile channels), per
+    group for grouped ones. Depthwise convolutions (one input channel per group) run dedicated
+    SIMT kernels whatever the channel count (cuDNN's *_shmem_tiling on an H100,
+    fixtures/gpu/depthwise_conv_fp16): no padding helps them, so nothing is checked."""
     if s.conv is not None:
-        return {"C": s.conv["C"] // s.conv["groups"] if s.conv["groups"] > 1 else s.conv["C"], "K": s.conv["K"]}
+        g = s.conv["groups"]
+        if g == 1:
+            return {"C": s.conv["C"], "K": s.conv["K"]}
+        if s.conv["C"] // g == 1:
+            return {}
+        return {"C/g": s.conv["C"] // g, "K/g": s.conv["K"] // g}
     return {d: v for d, v in (("M", s.m), ("N", s.n), ("K", s.k)) if v > 1}
 
 
@@ -194,8 +199,10 @@ def alignment(op: str, dims: Any, s: Shape, dtype: str | None) -> Alignment | No
     bad = {d: v for d, v in check.items() if v % align}
     padded = {d: ceil_to(v, align) for d, v in bad.items()}
     if s.conv is not None:
-        work = check["C"] * check["K"]
-        pwork = padded.get("C", check["C"]) * padded.get("K", check["K"])
+        work = pwork = 1
+        for d, v in check.items():
+            work *= v
+            pwork *= padded.get(d, v)
     else:
         work = s.m * s.n * s.k
         pwork = padded.get("M", s.m) * padded.get("N", s.n) * padded.get("K", s.k)
@@ -220,6 +227,8 @@ def _pad_dims(dims: Any, s: Shape, padded: dict[str, int], align: int) -> Any:
                 while (rest * v) % align:
                     v += 1
                 t[ax] = v
+            elif dim.endswith("/g") and (ti, ax) != (1, 1):
+                t[ax] = padded[dim] * s.conv["groups"]  # type: ignore[index]  # totals: input C, weight K, bias
             else:
                 t[ax] = padded[dim]
     return out

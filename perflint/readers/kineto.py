@@ -6,6 +6,8 @@ Category names changed across Kineto versions (DESIGN §3); all spellings map he
 
 from __future__ import annotations
 
+import dataclasses
+
 import gc
 import os
 import re
@@ -439,6 +441,7 @@ def finish_trace(
     CUPTI counter ranges (`counter_data()` gives the raw bytes, only needed then), find the rank,
     and refuse a trace with nothing perflint understands."""
     _validate_times(trace)
+    _drop_untimed(trace)
     if doc is not None:
         _apply_metadata(trace, doc)
     if profiler_span is not None:
@@ -961,6 +964,25 @@ def _validate_times(trace: Trace) -> None:
             )
         if not np.isfinite(ts).all():
             raise InputError(trace.path, f"{label} event with non-finite timestamp")
+
+
+def _drop_untimed(trace: Trace) -> None:
+    """Drop runtime calls and GPU activities with ts = 0 and dur = 0 from a trace whose other events
+    carry real timestamps. Kineto writes such records when it could not time an activity (seen
+    on an H100 when CUPTI metrics were asked for: the warm-up step's kernels, fixtures/gpu/
+    cupti_metrics); kept, they would stretch the trace span from 0 to the epoch time and make
+    every whole-trace ratio read as idle."""
+    for label, tbl in (("runtime call", trace.runtime), ("GPU activity", trace.gpu)):
+        if len(tbl) == 0:
+            continue
+        untimed = (tbl.ts == 0) & (tbl.dur == 0)
+        n = int(np.count_nonzero(untimed))
+        if n == 0 or n == len(tbl):
+            continue
+        keep = ~untimed
+        for f in dataclasses.fields(tbl):
+            setattr(tbl, f.name, getattr(tbl, f.name)[keep])
+        trace.warnings.append(f"{n} {label}(s) without timestamps (ts = 0, dur = 0) ignored")
 
 
 def _apply_metadata(trace: Trace, doc: TraceFile) -> None:
