@@ -41,8 +41,8 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]
     return {Path(t["path"]).name.removesuffix(".pt.trace.json.gz"): t for t in doc["traces"]}
 
 
-def test_all_sixteen_scenarios_are_there() -> None:
-    assert len(NAMES) == 16, NAMES
+def test_all_nineteen_scenarios_are_there() -> None:
+    assert len(NAMES) == 19, NAMES
 
 
 # (scenario, substring of a kernel that scenario really launched, category, Tensor Cores)
@@ -61,6 +61,10 @@ KERNELS = [
     ("sdpa_bf16", "sdpa_sm90_flash_bprop_wgmma", "attention", True),
     ("sdpa_bf16", "cudnn::fusion::convert_dq_to_16bits", "elementwise", None),
     ("compiled_mlp", "triton_poi_fused_gelu_0", "triton_pointwise", None),
+    ("transformer_bf16", "multi_tensor_apply_kernel", "elementwise", None),
+    ("transformer_bf16", "GammaBetaBackwardCUDAKernel", "normalization", None),
+    ("sdpa_bf16", "compute_dot_do_o_specialized", "attention", None),
+    ("regress_head", "cutlass_80_tensorop_bf16_s16816gemm_bf16", "gemm", True),
 ]
 
 
@@ -188,6 +192,57 @@ def test_one_rank_nccl_group(report: dict[str, dict[str, Any]]) -> None:
     assert any(e.get("name") == "record_param_comms" for e in _raw("nccl_one_rank"))
     st = _status(report, "nccl_one_rank", "COMM001")
     assert st["status"] == "skipped" and "no communication" in st["reason"]
+
+
+def _median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def _analysis_step_durations(name: str) -> list[float]:
+    """ProfilerStep durations from the raw JSON, first and last left out (perflint's default)."""
+    steps = sorted((e["ts"], e["dur"]) for e in _raw(name)
+                   if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
+    return [d for _, d in steps[1:-1]]
+
+
+def test_regression_pair_gates_the_change(tmp_path: Path) -> None:
+    """regress_head is regress_base after hidden sizes 4096 -> 4100/4090 and a logged loss.item():
+    cuBLAS leaves nvjet for cutlass sm80 align2 kernels, GEMM time triples, the step slows down."""
+    out = tmp_path / "reg.json"
+    rc = main(["check", _path("regress_head"), "--baseline", _path("regress_base"), "--json", str(out),
+               "--format", "text", "--output", str(tmp_path / "reg.txt"), "--jobs", "1"])
+    assert rc == 1  # REG001 is an error: the CI gate fails
+    t = json.loads(out.read_text())["traces"][0]
+    by = {f["code"]: f for f in t["findings"]}
+    base, cur = _analysis_step_durations("regress_base"), _analysis_step_durations("regress_head")
+    assert len(base) == len(cur) == 8
+    ev = by["REG001"]["evidence"]
+    assert ev["base_median"] == pytest.approx(_median(base)) and ev["cur_median"] == pytest.approx(_median(cur))
+    assert ev["worse_pct"] > 100
+    assert by["REG003"]["evidence"]["key"] == "gemm" and by["REG003"]["evidence"]["worse_pct"] > 100
+    assert "SYNC001" in by and "DIM001" in by
+
+
+def test_a_trace_is_no_regression_of_itself(tmp_path: Path) -> None:
+    out = tmp_path / "self.json"
+    rc = main(["check", _path("regress_base"), "--baseline", _path("regress_base"), "--select", "REG",
+               "--json", str(out), "--format", "text", "--output", str(tmp_path / "self.txt"), "--jobs", "1"])
+    assert rc == 0
+    t = json.loads(out.read_text())["traces"][0]
+    assert t["findings"] == []
+    assert {s["status"] for s in t["statuses"] if s["code"] != "REG008"} == {"passed"}
+
+
+def test_cpu_side_item_is_not_a_host_sync(report: dict[str, dict[str, Any]]) -> None:
+    """AdamW calls .item() on its CPU step counters every step: no runtime call inside, no sync."""
+    raw = _raw("regress_base")
+    items = [e for e in raw if e.get("cat") == "cpu_op" and e["name"] == "aten::item"]
+    assert len(items) >= 8
+    assert _findings(report, "regress_base", "SYNC001") == []
+    head = _findings(report, "regress_head", "SYNC001")
+    assert [f["evidence"]["count"] for f in head] == [8]  # the logged loss, once per analysis step
 
 
 @pytest.mark.parametrize("name", NAMES)

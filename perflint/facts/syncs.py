@@ -69,6 +69,27 @@ def _under_sync_op(ctx: Context, sync_names: list[int], asked: np.ndarray) -> np
     return on_chain(ctx, hit, asked)
 
 
+def _runtime_inside(t: Trace, cand: np.ndarray) -> np.ndarray:
+    """Per op: a runtime call ran inside it on its thread. `.item()` of a GPU tensor copies and
+    waits (cudaMemcpyAsync + cudaStreamSynchronize inside aten::_local_scalar_dense); of a CPU
+    tensor it calls nothing, and blocks nothing: AdamW's per-parameter step counters do that
+    every step (fixtures/gpu/regress_base). Used only when the trace recorded runtime calls; a
+    CPU-only profile of a GPU program cannot tell the two apart."""
+    rt, ops = t.runtime, t.ops
+    keep = np.zeros(len(cand), dtype=bool)
+    for th in np.unique(ops.thread[cand]).tolist():
+        mine = np.flatnonzero(ops.thread[cand] == th)
+        ts = np.sort(rt.ts[rt.thread == th])
+        if not len(ts):
+            continue
+        first = np.searchsorted(ts, ops.ts[cand[mine]], side="left")
+        ok = first < len(ts)
+        inside = np.zeros(len(mine), dtype=bool)
+        inside[ok] = ts[first[ok]] <= (ops.ts + ops.dur)[cand[mine[ok]]]
+        keep[mine] = inside
+    return keep
+
+
 @dataclass
 class _Events:
     """Syncs in the window, in the order they are counted: sync ops, then runtime calls."""
@@ -91,6 +112,8 @@ def _events(ctx: Context) -> _Events:
         cand = cand[_op_window(ctx, ops.ts[cand])]
         # _local_scalar_dense inside aten::item: counted as the item
         cand = cand[~_under_sync_op(ctx, sync_ops, ops.parent[cand])]
+        if len(rt):
+            cand = cand[_runtime_inside(t, cand)]
         kind.append(ops.name[cand])
         op.append(cand)
         blocked.append(ops.dur[cand])

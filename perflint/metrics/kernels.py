@@ -56,7 +56,7 @@ def _lowered(name: str) -> str | None:
 
 
 _COMM = _NoCase(r"nccl|rccl|hccl|msccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv|c10d")
-_ATTN = _NoCase(r"flash|fmha|attention|attn|sdpa|mha_|xformers|softmax_warp_backward_kernel_attn")
+_ATTN = _NoCase(r"flash|fmha|attention|attn|sdpa|mha_|xformers|softmax_warp_backward_kernel_attn|dot_do_o")
 _CONV = _NoCase(
     r"conv(?!ert)|fprop|dgrad|wgrad|implicit_convolve|winograd|igemm_(?:fwd|bwd|wrw)|gtcx|naive_conv|im2col|col2im|"
     r"[sh]cudnn|\d+cudnn",  # cuDNN's own GEMM-based conv kernels: volta_scudnn_*, turing_fp16_s1688cudnn_*
@@ -65,11 +65,12 @@ _GEMM = _NoCase(
     r"gemm|gemv|matmul|Cijk_|nvjet|wgmma|cublas|cutlass|xmma|h884|h1688|s1688|16816|hmma|dot_kernel|"
     r"splitKreduce|triton_tem_|_mm_|bmm",
 )
-_NORM = _NoCase(r"norm|bn_fw|bn_bw|welford|rms")
+_NORM = _NoCase(r"norm|bn_fw|bn_bw|welford|rms|GammaBeta")  # GammaBetaBackward: LayerNorm's weight grads
 _REDUCE = _NoCase(r"reduce|reduction|softmax|argmax|argmin|cumsum|scan|sum_kernel|topk|sort")
 _ELEMWISE = _NoCase(
     r"elementwise|vectorized|unrolled|pointwise|fill|copy|CatArray|index|gather|scatter|distribution|"
-    r"embedding|where|clamp|relu|gelu|silu|dropout|nchwToNhwc|nhwcToNchw|transpose|permute|convert",
+    r"embedding|where|clamp|relu|gelu|silu|dropout|nchwToNhwc|nhwcToNchw|transpose|permute|convert|"
+    r"multi_tensor_apply",  # torch._foreach_* (optimizers): elementwise over a list of tensors
 )
 
 # --- Tensor Cores -------------------------------------------------------------------------
@@ -97,9 +98,9 @@ _NOT_TC = _NoCase(
     r"_ffma",
 )
 # Library helper kernels that run beside a matrix kernel but issue no matrix math themselves: the
-# split-K reduction epilogue and cuDNN's workspace initialisation. Their category stays the
+# split-K reduction epilogue, cuDNN's workspace initialisation and its SDPA backward's dot(dO, O). Their category stays the
 # parent's (their time is GEMM/conv time) but Tensor Core use does not apply to them.
-_HELPER = _NoCase(r"splitKreduce|splitk_reduce|init_device_workspace")
+_HELPER = _NoCase(r"splitKreduce|splitk_reduce|init_device_workspace|dot_do_o")
 
 
 def kernel_category(name: str) -> str:
