@@ -19,6 +19,7 @@ from perflint.facts import Context, Row, capability, fact, rows
 from perflint.facts._common import kernel_op, op_info, op_infos, window_mask
 from perflint.facts._group import Groups, dense_ids, labels, present_ids
 from perflint.facts.launch import window_span_us
+from perflint.graph.build import runtime_source
 from perflint.graph.ids import isin_ids
 from perflint.metrics.intervals import merge
 from perflint.metrics.steps import step_of
@@ -240,10 +241,12 @@ def alloc_groups(ctx: Context) -> list[Row]:
         return []
     cand = np.flatnonzero(isin_ids(rt.name, np.asarray(api_ids, dtype=rt.name.dtype)))
     cand = cand[step_of(t, steady, rt.ts[cand]) >= 0]
+    rsrc = runtime_source(t)  # the allocator's calls under torch.cuda.empty_cache() run outside ops
     groups: dict[tuple[Any, ...], list[int]] = {}
     for r in cand.tolist():
         info = op_info(ctx, int(rt.op[r]))
-        groups.setdefault((int(rt.name[r]), info.stack, info.source), []).append(r)
+        source = info.source if info.source is not None or rsrc[r] == NONE else t.s(int(rsrc[r]))
+        groups.setdefault((int(rt.name[r]), info.stack, source), []).append(r)
     out: list[Row] = []
     for (api, stack, source), rs in groups.items():
         dur = rt.dur[np.asarray(rs)]

@@ -18,6 +18,9 @@ Choices (documented because rules depend on them):
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 import numpy as np
 
 from perflint.facts import Context, Row, fact
@@ -40,6 +43,8 @@ FIELDS = {
     "dtype": "compute dtype: the op's first floating input, else the main matrix kernel's name",
     "kernel": "the matrix (gemm/conv) kernel with the most time under the op",
     "kernel_dtype": "dtype read from that kernel's name (tf32 shows here)",
+    "kernel_align": "elements per load the kernel's name says it assumes (cutlass _alignN, xmma _alignaN)",
+    "kernel_note": "'; the library ran <kernel> with N-element loads' when kernel_align < align, else ''",
     "align_dtype": "dtype that sets the alignment (tf32 when the kernel is tf32, else dtype)",
     "m": "implicit GEMM M (conv: N*P*Q)",
     "n": "implicit GEMM N (conv: output channels K)",
@@ -238,6 +243,7 @@ def op_groups(ctx: Context) -> list[Row]:
         g = {"count": counts[gi], "cpu": cpus[gi], "fwd": fwds[gi], "bwd": bwds[gi], "mat": mats[gi], "tc": tcs[gi], "kern": kern[gi]}
         main_kernel = t.s(max(g["kern"], key=g["kern"].get)) if g["kern"] else None
         kdt = kernel_dtype(main_kernel) if main_kernel else None
+        k_align = _kernel_align(main_kernel)
         dtype = op_dt or kdt
         align_dt = "tf32" if kdt == "tf32" else dtype
         shape = op_shape(name, dims)
@@ -255,6 +261,8 @@ def op_groups(ctx: Context) -> list[Row]:
                 "dtype": dtype,
                 "kernel": main_kernel,
                 "kernel_dtype": kdt,
+                "kernel_align": k_align,
+                "kernel_note": _kernel_note(main_kernel, k_align, ALIGN.get(align_dt or ""), al),
                 "align_dtype": align_dt,
                 "m": shape.m if shape else None,
                 "n": shape.n if shape else None,
@@ -286,3 +294,23 @@ def op_groups(ctx: Context) -> list[Row]:
         )
     rows.sort(key=lambda r: -(r["time_us"] or 0.0))
     return rows
+
+
+_KERNEL_ALIGN = re.compile(r"_aligna?(\d+)")
+_SHORT = re.compile(r"(cutlass_\w+|sm\d+_xmma_\w+|(?:ampere|turing|volta)_\w+)")
+
+
+def _kernel_align(kernel: str | None) -> int | None:
+    m = _KERNEL_ALIGN.search(kernel) if kernel else None
+    return int(m.group(1)) if m else None
+
+
+def _kernel_note(kernel: str | None, k_align: int | None, align: int | None, al: Any) -> str:
+    """Odd dims often cost more than their padding: the library drops to a kernel with narrower
+    loads (on an H100, 4100/4090 hidden sizes took bf16 GEMMs from nvjet_sm90 to cutlass_80
+    ..._align2 kernels and tripled GEMM time: fixtures/gpu/regress_head)."""
+    if not kernel or k_align is None or not align or k_align >= align or al is None or not al.misaligned:
+        return ""
+    m = _SHORT.search(kernel)
+    short = m.group(1) if m else kernel.split("(")[0][:80]
+    return f"; the library ran {short} with {k_align}-element loads instead of {align}-element ones"

@@ -18,6 +18,7 @@ from perflint.facts import Context, Row, capability, fact
 from perflint.facts._optree import on_chain, op_infos
 from perflint.facts._group import Groups, dense_ids, id_table, labels, present_ids
 from perflint.facts.launch import runtime_in_window, window_span_us
+from perflint.graph.build import runtime_source
 from perflint.graph.ids import isin_ids
 from perflint.metrics.steps import step_of
 from perflint.model import MEMCPY, NONE, OP_CPU, Trace
@@ -99,6 +100,7 @@ class _Events:
     blocked: np.ndarray  # us
     copy: np.ndarray  # linked GPU copy row of a synchronous memcpy call, else NONE
     memcpy: np.ndarray  # bool: a synchronous memcpy call
+    src: np.ndarray  # user source (string id) of a runtime call outside every op, else NONE
 
 
 def _events(ctx: Context) -> _Events:
@@ -120,6 +122,7 @@ def _events(ctx: Context) -> _Events:
     n_ops = sum(len(k) for k in kind)
     copy = np.full(n_ops, NONE, dtype=np.int64)
     memcpy = np.zeros(n_ops, dtype=bool)
+    src = np.full(n_ops, NONE, dtype=np.int64)
     if len(rt):
         def category(i: int) -> int:
             api = t.s(i)
@@ -147,8 +150,9 @@ def _events(ctx: Context) -> _Events:
         blocked.append(rt.dur[rows])
         copy = np.concatenate([copy, rcopy])
         memcpy = np.concatenate([memcpy, is_copy])
+        src = np.concatenate([src, runtime_source(t)[rows].astype(np.int64)])
     cat_ = lambda parts, dt: np.concatenate(parts).astype(dt) if parts else np.zeros(0, dtype=dt)  # noqa: E731
-    return _Events(cat_(kind, np.int64), cat_(op, np.int64), cat_(blocked, np.float64), copy, memcpy)
+    return _Events(cat_(kind, np.int64), cat_(op, np.int64), cat_(blocked, np.float64), copy, memcpy, src)
 
 
 @fact("sync_groups", key=("kind", "direction", "op_stack", "source"), fields=FIELDS)
@@ -171,7 +175,10 @@ def sync_groups(ctx: Context) -> list[Row]:
     nbytes = np.full(len(ev.op), NONE, dtype=np.int64)
     nbytes[has_copy] = g.nbytes[ev.copy[has_copy]]
     nbytes[nbytes < 0] = NONE
-    groups = Groups(kind_id, dir_id, where[iid])
+    # A runtime call's own frame names it only where its ops name none (see runtime_source).
+    op_has_src = np.fromiter((info.source is not None for info in infos), dtype=bool, count=len(infos))
+    src = np.where(op_has_src[iid], NONE, ev.src)
+    groups = Groups(kind_id, dir_id, where[iid], src)
     dur_all = ev.blocked[groups.order]
     nb_all = nbytes[groups.order]
     rows: list[Row] = []
@@ -180,6 +187,7 @@ def sync_groups(ctx: Context) -> list[Row]:
         first = int(groups.first[gi])
         info = infos[int(iid[first])]
         stack = info.stack
+        source = info.source if src[first] == NONE else t.s(int(src[first]))
         kind = kinds[int(kind_id[first])]
         sizes = nb_all[sl]
         sizes = sizes[sizes != NONE]
@@ -192,7 +200,7 @@ def sync_groups(ctx: Context) -> list[Row]:
                 "op": stack[-1] if stack else None,
                 "top_level_op": stack[0] if stack else None,
                 "op_stack": list(stack),
-                "source": info.source,
+                "source": source,
                 "count": count,
                 "per_step": count / steps if steps else None,
                 "blocked_us": blocked,

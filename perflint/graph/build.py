@@ -248,20 +248,9 @@ def _sources(trace: Trace) -> None:
             src_ids[text] = got
         return got
 
-    if len(py):
-        user_sid: dict[int, int] = {}
-        for name in distinct(py.name):
-            fr = parse_frame(strings[name])
-            if fr is not None and is_user_frame(fr[0]):
-                user_sid[name] = sid(f"{fr[0]}:{fr[1]}")
-        if user_sid:
-            keep = np.flatnonzero(isin_ids(py.name, np.fromiter(user_sid, dtype=np.int32)))
-            thr, ts, dur = py.thread[keep], py.ts[keep], py.dur[keep]
-            par, _, order = nest(thr, ts, dur)
-            hit = enclosing(thr, ts, dur, par, order, ops.thread, ops.ts)
-            ok = hit != NONE
-            names = py.name[keep][hit[ok]].tolist()
-            ops.source[np.flatnonzero(ok)] = np.asarray([user_sid[n] for n in names], dtype=np.int32)
+    frames = _user_frames(trace, sid)
+    if frames is not None:
+        ops.source[:] = frames.source_at(ops.thread, ops.ts)
     need = (ops.source == NONE) & (ops.stack != NONE)
     if need.any():
         stack_src: dict[int, int] = {}
@@ -275,6 +264,57 @@ def _sources(trace: Trace) -> None:
             stack_src[st] = src
         idx = np.flatnonzero(need)
         ops.source[idx] = np.asarray([stack_src[s] for s in ops.stack[idx].tolist()], dtype=np.int32)
+
+
+class _UserFrames:
+    """The python_function events of user code (not torch, not the standard library), nested per
+    thread, with the "file.py:LINE" string id of each."""
+
+    def __init__(self, thread: np.ndarray, ts: np.ndarray, dur: np.ndarray, src: np.ndarray) -> None:
+        self.thread, self.ts, self.dur, self.src = thread, ts, dur, src
+        self.parent, _, self.order = nest(thread, ts, dur)
+
+    def source_at(self, thread: np.ndarray, ts: np.ndarray) -> np.ndarray:
+        """Per query: the innermost user frame running on that thread at that time (NONE: none)."""
+        hit = enclosing(self.thread, self.ts, self.dur, self.parent, self.order, thread, ts)
+        out = np.full(len(thread), NONE, dtype=np.int32)
+        ok = hit != NONE
+        out[ok] = self.src[hit[ok]]
+        return out
+
+
+def _user_frames(trace: Trace, sid: Callable[[str], int]) -> _UserFrames | None:
+    py, strings = trace.pyfn, trace.strings
+    if not len(py):
+        return None
+    user_sid: dict[int, int] = {}
+    for name in distinct(py.name):
+        fr = parse_frame(strings[name])
+        if fr is not None and is_user_frame(fr[0]):
+            user_sid[name] = sid(f"{fr[0]}:{fr[1]}")
+    if not user_sid:
+        return None
+    keep = np.flatnonzero(isin_ids(py.name, np.fromiter(user_sid, dtype=np.int32)))
+    src = np.asarray([user_sid[n] for n in py.name[keep].tolist()], dtype=np.int32)
+    frames = _UserFrames(py.thread[keep], py.ts[keep], py.dur[keep], src)
+    trace.cache["_graph_user_frames"] = frames
+    return frames
+
+
+def runtime_source(trace: Trace) -> np.ndarray:
+    """Per runtime call: the string id of the user's "file.py:LINE" running it, from
+    python_function events (NONE without them). For calls no CPU op with a source encloses:
+    torch.cuda.synchronize() called in the step (only the ProfilerStep annotation around it), the
+    allocator's cudaFree under torch.cuda.empty_cache()."""
+
+    def make() -> np.ndarray:
+        rt = trace.runtime
+        frames = trace.cache.get("_graph_user_frames")
+        if frames is None or not len(rt):
+            return np.full(len(rt), NONE, dtype=np.int32)
+        return frames.source_at(rt.thread, rt.ts)
+
+    return _cached(trace, "_graph_runtime_source", (trace.runtime.ts,), make)
 
 
 def _steps(trace: Trace) -> list[Step]:
