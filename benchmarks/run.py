@@ -491,8 +491,8 @@ _SPIN = "import time\nt=time.perf_counter()\nx=0\nfor i in range(6_000_000): x+=
 def cpu_scaling(py: str, repeats: int = 3) -> float:
     """Throughput of two concurrent CPU-bound Python processes over one, median of `repeats`:
     2 * t(one alone) / t(two at once). 2.0 on two independent cores; less where the vCPUs share a
-    physical core or the host is busy (1.4-1.5 on the 2-vCPU VM BENCHMARKS.md was measured on),
-    which caps any --jobs 2 speedup whatever perflint does."""
+    physical core or the host is busy (1.45 to 2.06 on the 2-vCPU VM BENCHMARKS.md was measured
+    on, minute to minute), which caps any --jobs 2 speedup whatever perflint does."""
 
     def wall(n: int) -> float:
         t = time.perf_counter()
