@@ -200,11 +200,15 @@ def _median(xs: list[float]) -> float:
     return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
+def _step_spans(raw: list[dict[str, Any]]) -> list[tuple[float, float]]:
+    """(start, end) of each ProfilerStep annotation in the raw JSON, in time order."""
+    return sorted((e["ts"], e["ts"] + e["dur"]) for e in raw
+                  if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
+
+
 def _analysis_step_durations(name: str) -> list[float]:
     """ProfilerStep durations from the raw JSON, first and last left out (perflint's default)."""
-    steps = sorted((e["ts"], e["dur"]) for e in _raw(name)
-                   if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
-    return [d for _, d in steps[1:-1]]
+    return [end - start for start, end in _step_spans(_raw(name))[1:-1]]
 
 
 def test_regression_pair_gates_the_change(tmp_path: Path) -> None:
@@ -276,9 +280,7 @@ def test_syncs_outside_ops_get_the_users_line(report: dict[str, dict[str, Any]])
     """torch.cuda.synchronize() in the step has no op around it but the ProfilerStep annotation:
     its source comes from the python_function frames."""
     raw = _raw("sync_item")
-    steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in raw
-                   if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
-    lo, hi = steps[1][0], steps[1][1]
+    lo, hi = _step_spans(raw)[1]
     call = next(e for e in raw if e.get("name") == "cudaDeviceSynchronize" and lo <= e["ts"] <= hi)
     found = [f for f in _findings(report, "sync_item", "SYNC001") if f["evidence"]["kind"] == "cudaDeviceSynchronize"]
     assert len(found) == 1
@@ -287,9 +289,7 @@ def test_syncs_outside_ops_get_the_users_line(report: dict[str, dict[str, Any]])
 
 def test_allocator_calls_under_empty_cache_get_the_users_line(report: dict[str, dict[str, Any]]) -> None:
     raw = _raw("alloc_churn")
-    steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in raw
-                   if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
-    lo, hi = steps[1][0], steps[1][1]
+    lo, hi = _step_spans(raw)[1]
     call = next(e for e in raw if e.get("name") == "cudaFree" and lo <= e["ts"] <= hi)
     frees = [f for f in _findings(report, "alloc_churn", "MEM003") if f["evidence"]["api"] == "cudaFree"]
     assert len(frees) == 1 and frees[0]["op"] is None

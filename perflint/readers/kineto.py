@@ -7,7 +7,6 @@ Category names changed across Kineto versions (DESIGN §3); all spellings map he
 from __future__ import annotations
 
 import dataclasses
-
 import gc
 import os
 import re
