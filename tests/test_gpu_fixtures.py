@@ -17,6 +17,7 @@ from perflint.metrics.shapes import alignment, op_shape
 from perflint.metrics.temporal import temporal_breakdown
 from perflint.model import KERNEL
 from tests.conftest import FIXTURES
+from tests.test_rules_pack_b1 import raw_step_busy
 
 GPU = FIXTURES / "gpu"
 NAMES = sorted(p.name.removesuffix(".pt.trace.json.gz") for p in GPU.glob("*.pt.trace.json.gz"))
@@ -41,8 +42,8 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]
     return {Path(t["path"]).name.removesuffix(".pt.trace.json.gz"): t for t in doc["traces"]}
 
 
-def test_all_nineteen_scenarios_are_there() -> None:
-    assert len(NAMES) == 19, NAMES
+def test_all_twenty_scenarios_are_there() -> None:
+    assert len(NAMES) == 20, NAMES
 
 
 # (scenario, substring of a kernel that scenario really launched, category, Tensor Cores)
@@ -294,3 +295,21 @@ def test_allocator_calls_under_empty_cache_get_the_users_line(report: dict[str, 
     frees = [f for f in _findings(report, "alloc_churn", "MEM003") if f["evidence"]["api"] == "cudaFree"]
     assert len(frees) == 1 and frees[0]["op"] is None
     assert frees[0]["source"] == _innermost_user_frame(raw, call["tid"], call["ts"])
+
+
+def test_a_saturated_gpu_is_not_reported_idle(report: dict[str, dict[str, Any]]) -> None:
+    """clean_bf16: GPU-bound bf16 training, the CPU runs a step ahead. Each step's CPU span starts
+    while the GPU still runs the previous step; counting that as idle said 60% busy (UTIL002)."""
+    t = report["clean_bf16"]
+    assert [f["code"] for f in t["findings"] if f["severity"] in ("error", "warning")] == []
+    raw = raw_step_busy(_path("clean_bf16"))
+    assert len(raw) == 3 and min(raw) > 90.0
+    summary = next(s for s in t["statuses"] if s["code"] == "UTIL002")
+    assert summary["status"] == "passed"
+    doc = load_trace(_path("clean_bf16"))
+    assert temporal_breakdown(doc)["idle_pct"] < 5.0
+    from perflint import facts
+
+    facts.load_all()
+    mine = [r["gpu_busy_pct"] for r in facts.rows(facts.Context(doc), "steps")]
+    assert mine == pytest.approx(raw, abs=0.05)

@@ -92,25 +92,38 @@ def _by_code(t: dict[str, Any], code: str) -> list[dict[str, Any]]:
     return [f for f in t["findings"] if f["code"] == code]
 
 
-def _raw_step_busy(rel: str) -> list[float]:
+def raw_step_busy(path: str) -> list[float]:
     """Busy % per analysis step straight from the JSON: kernels linked to their launch by
-    correlation, assigned to the step containing the launch, union clipped to the step window."""
-    with gzip.open(shared_trace(rel)) as fh:
+    correlation, assigned to the step containing the launch, union clipped to the step window.
+    A window runs from max(CPU start, previous window's end) to max(CPU end, end of the device
+    work launched in the step), over every step, edge steps included."""
+    with gzip.open(path) as fh:
         ev = json.load(fh)["traceEvents"]
     first: dict[str, tuple[float, float]] = {}  # one record per step (several threads annotate it)
     for e in sorted((e for e in ev if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")), key=lambda e: e["ts"]):
         first.setdefault(e["name"], (e["ts"], e["ts"] + e["dur"]))
-    steps = sorted(first.values())
-    steps = steps[1:-1] if len(steps) > 2 else steps
-    launch = {e["args"]["correlation"]: e["ts"] for e in ev if e.get("cat") in ("Runtime", "cuda_runtime") and "correlation" in e.get("args", {})}
-    kernels = [(e["ts"], e["ts"] + e["dur"], launch.get(e["args"].get("correlation"), e["ts"])) for e in ev if e.get("cat") in ("Kernel", "kernel")]
+    every = sorted(first.values())
+    launch = {e["args"]["correlation"]: e["ts"] for e in ev if e.get("cat") in ("Runtime", "cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
+
+    def launched(cats: tuple[str, ...]) -> list[tuple[float, float, float]]:
+        return [(e["ts"], e["ts"] + e["dur"], launch.get(e["args"].get("correlation"), e["ts"])) for e in ev if e.get("cat") in cats]
+
+    kernels = launched(("Kernel", "kernel"))
+    work = kernels + launched(("Memcpy", "Memset", "gpu_memcpy", "gpu_memset"))
+    windows, prev = [], every[0][0]
+    for cpu_lo, cpu_hi in every:
+        lo = max(prev, cpu_lo)
+        prev = max([cpu_hi, lo] + [b for _, b, l in work if cpu_lo <= l <= cpu_hi])
+        windows.append((cpu_lo, cpu_hi, lo, prev))
+    windows = windows[1:-1] if len(windows) > 2 else windows
     out = []
-    for lo, cpu_hi in steps:
-        mine = sorted((a, b) for a, b, l in kernels if lo <= l <= cpu_hi)
-        hi = max([cpu_hi] + [b for _, b in mine])
+    for cpu_lo, cpu_hi, lo, hi in windows:
+        mine = sorted((a, b) for a, b, l in kernels if cpu_lo <= l <= cpu_hi)
         busy, cur_a, cur_b = 0.0, None, None
         for a, b in mine:
             a, b = max(a, lo), min(b, hi)
+            if b <= a:  # outside the window
+                continue
             if cur_b is None or a > cur_b:
                 busy += 0 if cur_b is None else cur_b - cur_a
                 cur_a, cur_b = a, b
@@ -126,7 +139,7 @@ def test_bert_small_h100_low_busy_fires_util001(capsys: pytest.CaptureFixture[st
     (f,) = _by_code(t, "UTIL001")
     assert not _by_code(t, "UTIL002")
     assert f["severity"] == "error"
-    (raw,) = _raw_step_busy(BERT)  # one ProfilerStep (#6)
+    (raw,) = raw_step_busy(shared_trace(BERT))  # one ProfilerStep (#6)
     assert f["evidence"]["step_busy_median_pct"] == pytest.approx(raw, abs=0.05)
     assert 5 < raw < 10  # MANIFEST: busy ~8% of the kernel span; 6.9% of the step window
 
@@ -136,8 +149,8 @@ def test_resnet50_num_workers_0_busier_than_num_workers_4(capsys: pytest.Capture
     (f0,), (f4,) = _by_code(t0, "UTIL002"), _by_code(t4, "UTIL002")  # 50-80%: warnings, not errors
     assert not _by_code(t0, "UTIL001") and not _by_code(t4, "UTIL001")
     b0, b4 = f0["evidence"]["step_busy_median_pct"], f4["evidence"]["step_busy_median_pct"]
-    assert b0 == pytest.approx(float(np.median(_raw_step_busy(RN0))), abs=0.05)
-    assert b4 == pytest.approx(float(np.median(_raw_step_busy(RN4))), abs=0.05)
+    assert b0 == pytest.approx(float(np.median(raw_step_busy(shared_trace(RN0)))), abs=0.05)
+    assert b4 == pytest.approx(float(np.median(raw_step_busy(shared_trace(RN4)))), abs=0.05)
     assert b0 < b4 - 20  # ~51.7% vs ~77.2%: data loading leaves the GPU idle with num_workers=0
 
 

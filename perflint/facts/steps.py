@@ -2,7 +2,8 @@
 per-trace summary of step busy time added to the `trace` row (the UTIL rules run over it).
 
 A step's window is its CPU span extended to the end of the GPU work it launched (a step is not
-done until its kernels are). Busy = union of the kernels launched in the step, clipped to the
+done until its kernels are), starting no earlier than the end of the previous step's window (the
+GPU was still running that step's work). Busy = union of the kernels launched in the step, clipped to the
 window (TensorBoard plugin GPU utilization / nsys `gpu_time_util` count kernels); memcpy and
 memset are reported separately. Gaps are device idle time: the complement, inside the window, of
 the union of ALL GPU work on the device (whichever step launched it), as nsys `gpu_gaps` does.
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from perflint.facts import Context, Row, enricher, fact
+from perflint.facts._spans import step_windows
 from perflint.metrics.intervals import clip_length, merge
 from perflint.metrics.stats import np_median
 from perflint.metrics.steps import launch_ts, step_of
@@ -27,7 +29,7 @@ FIELDS = {
     "step": "ProfilerStep number (null: the whole trace, which has no step markers)",
     "whole_trace": "true when the row is the whole trace (no ProfilerStep markers)",
     "dur_us": "step CPU duration",
-    "window_us": "step window: CPU start to max(CPU end, end of the GPU work it launched)",
+    "window_us": "step window: max(CPU start, previous step's window end) to max(CPU end, end of the GPU work it launched)",
     "gpu_busy_us": "union of the step's kernels inside the window",
     "gpu_busy_pct": "gpu_busy_us / window_us",
     "memcpy_us": "union of the step's memcpys inside the window",
@@ -80,10 +82,17 @@ def windows(ctx: Context) -> list[Window]:
         cand = np.flatnonzero(work & (sid >= 0))
         cand = cand[np.argsort(sid[cand], kind="stable")]
         bounds = np.searchsorted(sid[cand], np.arange(len(ctx.steps) + 1), side="left").tolist()
+        # A step starts no earlier than the GPU finished the steps before it: where the CPU runs
+        # ahead of a saturated GPU, the start of a step's CPU span overlaps the previous step's
+        # kernels, and counting that as this step's idle time made a GPU that never idled look 60%
+        # busy (fixtures/gpu/clean_bf16). The TensorBoard plugin's step windows, shared with the
+        # time-share facts.
+        spans = step_windows(ctx)
         for i, s in enumerate(ctx.steps):
             rows = cand[bounds[i] : bounds[i + 1]]
-            hi = max(s.end, float(end[rows].max())) if len(rows) else s.end
-            out.append(Window(s.number, s.ts, hi, s.dur, int(t.ops.thread[s.op]), rows))
+            lo = spans[i][0]
+            hi = max(s.end, float(end[rows].max()) if len(rows) else s.end, lo)
+            out.append(Window(s.number, lo, hi, s.dur, int(t.ops.thread[s.op]), rows))
     elif work.any():
         rows = np.flatnonzero(work)
         lo, hi = float(g.ts[rows].min()), float((g.ts + g.dur)[rows].max())
