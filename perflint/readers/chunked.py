@@ -28,6 +28,7 @@ from typing import Any, Union
 
 import msgspec
 
+from perflint.readers import native_scan
 from perflint.readers.kineto_schema import DECODER, EVENTS_DECODER, STRICT_EVENTS_DECODER, Event, StrictSlice, TraceFile
 from perflint.readers.source import MappedFile
 
@@ -35,14 +36,17 @@ DEFAULT_CHUNK_BYTES = 32 << 20
 # Slices are decoded this small, whatever the chunk size: a slice's event objects are still in
 # the CPU cache when its columns are read, and the allocator reuses the same memory for the next.
 SUB_BYTES = 256 << 10
+# The C scanner makes no object per event, so the cache argument does not hold for it; bigger
+# slices spread its per-slice numpy work over more events.
+NATIVE_SUB_BYTES = 4 << 20
 MIN_CHUNK_BYTES = 64
 _WS = b" \t\r\n"
 _KEY_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
 _HEAD_SCAN = 1 << 20  # traceEvents comes after device properties: well within the first MB
 _TAIL_TRIES = 4096
 
-# A slice's events: strictly typed, or the lenient structs (ColumnBuilder.add takes both).
-Events = Union[list[Event], StrictSlice]
+# A slice's events: scanned into columns, strictly typed, or the lenient structs (ColumnBuilder.add takes all three).
+Events = Union[list[Event], StrictSlice, native_scan.NativeSlice, native_scan.Parts]
 
 # Called with (bytes done, bytes total) after each slice; the pipeline sets it for a TTY progress bar.
 PROGRESS: Callable[[int, int], None] | None = None
@@ -57,6 +61,11 @@ def chunk_bytes() -> int:
         except ValueError:
             pass
     return DEFAULT_CHUNK_BYTES
+
+
+def sub_bytes() -> int:
+    """The size slices are decoded at (see SUB_BYTES)."""
+    return NATIVE_SUB_BYTES if native_scan.available() else SUB_BYTES
 
 
 class _Fallback(Exception):
@@ -114,8 +123,18 @@ def _wrap(buf: Any, lo: int, hi: int) -> bytearray:
 
 
 def _decode_events(buf: Any, lo: int, hi: int) -> Events | None:
-    """The slice's events: strictly typed when the strict schema takes them (see kineto_schema)."""
+    """The slice's events: scanned into columns by the C scanner when it is built (events it
+    leaves go to msgspec), else strictly typed when the strict schema takes them (see kineto_schema)."""
     data = _wrap(buf, lo, hi)
+    if native_scan.available():
+        scanned = native_scan.scan(data, 1, len(data) - 1, lambda a, b: _msgspec_events(_wrap(data, a, b)))
+        if scanned is not None:
+            return scanned
+    return _msgspec_events(data)
+
+
+def _msgspec_events(data: bytearray) -> Events | None:
+    """`data` (a bracketed slice) decoded by msgspec; None: not JSON (a false boundary, or bad input)."""
     try:
         return StrictSlice(STRICT_EVENTS_DECODER.decode(data), lambda: EVENTS_DECODER.decode(data))
     except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
@@ -158,7 +177,7 @@ def iter_slices(buf: Any, size: int | None = None) -> Iterator[Events] | None:
     start = _array_start(buf, n)
     if start is None:
         return None
-    return _slices(buf, n, start, min(size or chunk_bytes(), SUB_BYTES))
+    return _slices(buf, n, start, min(size or chunk_bytes(), sub_bytes()))
 
 
 def _slices(buf: Any, n: int, start: int, size: int) -> Iterator[Any]:
@@ -304,7 +323,7 @@ def decode_range(buf: Any, lo: int, hi: int, add: Callable[[Events], None]) -> b
     """Feed the events of one planned slice to `add`, a sub-slice at a time; False if the cut
     was false (or the JSON invalid)."""
     try:
-        for events in _range_slices(buf, lo, hi, SUB_BYTES):
+        for events in _range_slices(buf, lo, hi, sub_bytes()):
             add(events)
             del events
     except _Fallback:

@@ -37,6 +37,7 @@ from perflint.model import (
 from perflint.readers import budget, chunked
 from perflint.readers.chunked import Fallback, after, chunk_bytes, decode_range, last_slice, plan_iter, read_sliced
 from perflint.readers.fast_add import StrictMiss, add_strict
+from perflint.readers.native_scan import NativeSlice, Parts, add_native
 from perflint.readers.kineto_codes import (  # noqa: F401 (re-exported: the reader's public constants)
     C_ANN,
     C_CPR,
@@ -614,7 +615,14 @@ class ColumnBuilder:
         return _arr(self.path, what, values, dtype)
 
     # -- one slice -------------------------------------------------------------------------
-    def add(self, events: list[Event] | StrictSlice) -> None:
+    def add(self, events: list[Event] | StrictSlice | NativeSlice | Parts) -> None:
+        if isinstance(events, NativeSlice):
+            add_native(self, events)
+            return
+        if isinstance(events, Parts):
+            for part in events:
+                self.add(part)
+            return
         if isinstance(events, StrictSlice):
             try:
                 add_strict(self, events.events)
@@ -1009,6 +1017,11 @@ def _apply_metadata(trace: Trace, doc: TraceFile) -> None:
             trace.meta[key] = v
 
 
+def _num_or_zero(x: Any) -> float:
+    """A range's time; a missing one, or one that is no number (a damaged trace), is 0."""
+    return float(x) if isinstance(x, (int, float)) else 0.0
+
+
 def _counter_ranges(path: str, cpr: list[tuple[int, Any, Any]], data: bytes | None) -> list[CounterRange]:
     """CUPTI profiler-mode ranges carry arbitrary counter names as args: a second, generic decode.
 
@@ -1027,7 +1040,7 @@ def _counter_ranges(path: str, cpr: list[tuple[int, Any, Any]], data: bytes | No
     out = []
     for i, (name, ts, dur) in enumerate(cpr):
         c = counters[i] if i < len(counters) else {}
-        out.append(CounterRange(name=name, ts=float(ts or 0.0), dur=float(dur or 0.0), counters=c))
+        out.append(CounterRange(name=name, ts=_num_or_zero(ts), dur=_num_or_zero(dur), counters=c))
     return out
 
 

@@ -1,0 +1,1077 @@
+/* Optional C speed-up of the Kineto reader: one slice of the traceEvents array -> columns.
+
+   `scan(buf, lo, hi)` reads the events in buf[lo:hi] (whole events separated by commas, as the
+   chunked reader cuts them) and returns, per event, the fields the strict schema
+   (kineto_schema.StrictEvent) would decode, as columns, plus the slice's distinct strings,
+   raw JSON values and (pid, tid) pairs. It returns None whenever it is not certain to give
+   exactly what the msgspec path gives: invalid JSON or UTF-8, a value of a type the strict
+   schema refuses, a phase it does not know, an instant event, a duplicate or escaped key, a
+   number it cannot convert exactly. The caller then decodes the slice with msgspec as before,
+   which also words any error: this module only ever answers the common case faster.
+
+   GPU-only fields (device, stream, registers, ...) are untyped in the strict schema and have
+   conversion rules of their own in fast_add.py; values those rules would convert (a string
+   stream, a float register count) set the event's ODD flag instead, and the caller takes the
+   msgspec path when a GPU event has it. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { F_TS, F_DUR, F_BPS, F_WPS, F_OCC, NF };
+enum { I_EXT, I_SEQ, I_FWD, I_CORR, I_DEV, I_STREAM, I_REGS, I_SHMEM, I_NBYTES, I_G0, I_G1, I_G2, I_B0, I_B1, I_B2,
+       I_MEM_BYTES, I_TOTAL_ALLOC, I_TOTAL_RES, I_DEV_TYPE, I_DEV_ID, NI };
+enum { S_CAT, S_NAME, S_PAIR, S_DIMS, S_TYPES, S_STACK, S_COLL, NS };
+enum { U_PH, U_ODD, NU };
+enum { PH_SKIP, PH_X, PH_MEMORY }; /* U_PH: a phase the tables skip, a complete event, a [memory] record */
+
+#define MAX_DEPTH 256
+enum { INVALID = 1, NOMEM = 2, REFUSED = 3 }; /* Scan.bad */
+#define NONE_ID (-1)
+
+typedef struct {
+    const char *p;  /* start of the span (string contents without quotes, or a raw value) */
+    Py_ssize_t n;
+    uint64_t h;
+    int esc;        /* the string has escapes: decode them */
+} Span;
+
+typedef struct {
+    Span *items;
+    Py_ssize_t len, cap;
+    int32_t *slots; /* open addressing, -1 empty */
+    Py_ssize_t nslots;
+} Table;
+
+typedef struct {
+    int8_t pk, tk;  /* 0 none, 1 int, 2 str */
+    int64_t pv, tv; /* the int, or the string's local id */
+} Pair;
+
+typedef struct {
+    Pair *items;
+    Py_ssize_t len, cap;
+    int32_t *slots;
+    Py_ssize_t nslots;
+} PairTable;
+
+typedef struct {
+    const char *p, *end;
+    int bad;
+    Py_ssize_t n, cap;
+    double *F[NF];
+    int64_t *I[NI];
+    int32_t *S[NS];
+    uint8_t *U[NU];
+    int64_t *offs;  /* each event's offset in the buffer; offs[n]: where the scan stopped */
+    Table strs, raws;
+    PairTable pairs;
+} Scan;
+
+static const char NONE_TEXT[] = "None";
+static const char EMPTY_TEXT[] = "";
+
+/* ------------------------------------------------------------------ hashing and tables */
+
+static inline uint64_t load8(const char *p) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return w;
+}
+
+/* A word at a time (strings here are names tens to hundreds of bytes long), then a final mix. */
+static uint64_t hash_bytes(const char *s, Py_ssize_t n) {
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)n;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        h ^= load8(s + i);
+        h *= 0xbf58476d1ce4e5b9ULL;
+        h ^= h >> 29;
+    }
+    if (i < n) {
+        uint64_t w = 0;
+        memcpy(&w, s + i, (size_t)(n - i));
+        h ^= w;
+        h *= 0x94d049bb133111ebULL;
+    }
+    h ^= h >> 32;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 29;
+    return h;
+}
+
+static int table_grow(Table *t) {
+    Py_ssize_t ns = t->nslots ? t->nslots * 2 : 256;
+    int32_t *slots = (int32_t *)malloc(sizeof(int32_t) * ns);
+    if (!slots) return -1;
+    memset(slots, 0xff, sizeof(int32_t) * ns);
+    for (Py_ssize_t i = 0; i < t->len; i++) {
+        Py_ssize_t j = (Py_ssize_t)(t->items[i].h & (uint64_t)(ns - 1));
+        while (slots[j] >= 0) j = (j + 1) & (ns - 1);
+        slots[j] = (int32_t)i;
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->nslots = ns;
+    return 0;
+}
+
+/* The local id of a span (added when new); -1 on allocation failure. */
+static int32_t table_id(Table *t, const char *p, Py_ssize_t n, int esc) {
+    if ((t->len + 1) * 2 > t->nslots && table_grow(t) < 0) return -1;
+    uint64_t h = hash_bytes(p, n);
+    Py_ssize_t j = (Py_ssize_t)(h & (uint64_t)(t->nslots - 1));
+    for (;;) {
+        int32_t k = t->slots[j];
+        if (k < 0) break;
+        Span *s = &t->items[k];
+        if (s->h == h && s->n == n && memcmp(s->p, p, (size_t)n) == 0) return k;
+        j = (j + 1) & (t->nslots - 1);
+    }
+    if (t->len == t->cap) {
+        Py_ssize_t cap = t->cap ? t->cap * 2 : 64;
+        Span *items = (Span *)realloc(t->items, sizeof(Span) * cap);
+        if (!items) return -1;
+        t->items = items;
+        t->cap = cap;
+    }
+    Span *s = &t->items[t->len];
+    s->p = p;
+    s->n = n;
+    s->h = h;
+    s->esc = esc;
+    t->slots[j] = (int32_t)t->len;
+    return (int32_t)t->len++;
+}
+
+static uint64_t hash_pair(const Pair *q) {
+    uint64_t h = (uint64_t)q->pk * 0x9e3779b97f4a7c15ULL ^ (uint64_t)q->pv;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= ((uint64_t)q->tk << 56) ^ (uint64_t)q->tv;
+    h *= 0x94d049bb133111ebULL;
+    h ^= h >> 31;
+    return h;
+}
+
+static int pairs_grow(PairTable *t) {
+    Py_ssize_t ns = t->nslots ? t->nslots * 2 : 64;
+    int32_t *slots = (int32_t *)malloc(sizeof(int32_t) * ns);
+    if (!slots) return -1;
+    memset(slots, 0xff, sizeof(int32_t) * ns);
+    for (Py_ssize_t i = 0; i < t->len; i++) {
+        Py_ssize_t j = (Py_ssize_t)(hash_pair(&t->items[i]) & (uint64_t)(ns - 1));
+        while (slots[j] >= 0) j = (j + 1) & (ns - 1);
+        slots[j] = (int32_t)i;
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->nslots = ns;
+    return 0;
+}
+
+static int32_t pair_id(PairTable *t, const Pair *q) {
+    if ((t->len + 1) * 2 > t->nslots && pairs_grow(t) < 0) return -1;
+    uint64_t h = hash_pair(q);
+    Py_ssize_t j = (Py_ssize_t)(h & (uint64_t)(t->nslots - 1));
+    for (;;) {
+        int32_t k = t->slots[j];
+        if (k < 0) break;
+        Pair *s = &t->items[k];
+        if (s->pk == q->pk && s->tk == q->tk && s->pv == q->pv && s->tv == q->tv) return k;
+        j = (j + 1) & (t->nslots - 1);
+    }
+    if (t->len == t->cap) {
+        Py_ssize_t cap = t->cap ? t->cap * 2 : 16;
+        Pair *items = (Pair *)realloc(t->items, sizeof(Pair) * cap);
+        if (!items) return -1;
+        t->items = items;
+        t->cap = cap;
+    }
+    t->items[t->len] = *q;
+    t->slots[j] = (int32_t)t->len;
+    return (int32_t)t->len++;
+}
+
+/* ------------------------------------------------------------------ JSON tokens */
+
+static inline void ws(Scan *s) {
+    const char *p = s->p, *e = s->end;
+    while (p < e && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
+    s->p = p;
+}
+
+/* Bytes [p, e) of a string's contents hold only valid UTF-8 (checked for non-ASCII runs). */
+static int utf8_ok(const unsigned char *p, const unsigned char *e) {
+    while (p < e) {
+        unsigned c = *p;
+        if (c < 0x80) { p++; continue; }
+        if (c >= 0xc2 && c <= 0xdf) {
+            if (e - p < 2 || (p[1] & 0xc0) != 0x80) return 0;
+            p += 2;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            if (e - p < 3 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80) return 0;
+            if (c == 0xe0 && p[1] < 0xa0) return 0; /* overlong */
+            if (c == 0xed && p[1] > 0x9f) return 0; /* surrogate */
+            p += 3;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            if (e - p < 4 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 || (p[3] & 0xc0) != 0x80) return 0;
+            if (c == 0xf0 && p[1] < 0x90) return 0;
+            if (c == 0xf4 && p[1] > 0x8f) return 0;
+            p += 4;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static inline int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* A string at s->p (its opening quote): its contents' span; s->bad on invalid text. Escapes
+   are checked here; \u escapes of surrogates are refused (left to the msgspec path). */
+static int string(Scan *s, Span *out) {
+    const char *p = s->p + 1, *e = s->end;
+    const char *start = p;
+    int esc = 0, high = 0;
+    for (;;) {
+        /* eight bytes at a time while none is a quote, a backslash, a control or non-ASCII byte */
+        while (p + 8 <= e) {
+            uint64_t w = load8(p);
+            uint64_t q = w ^ 0x2222222222222222ULL, b = w ^ 0x5c5c5c5c5c5c5c5cULL;
+            uint64_t hit = ((q - 0x0101010101010101ULL) & ~q) | ((b - 0x0101010101010101ULL) & ~b) |
+                           (w - 0x2020202020202020ULL) | w;
+            if (hit & 0x8080808080808080ULL) break;
+            p += 8;
+        }
+        while (p < e && (unsigned char)*p >= 0x20 && *p != '"' && *p != '\\') {
+            high |= (unsigned char)*p;
+            p++;
+        }
+        if (p >= e || (unsigned char)*p < 0x20) { s->bad = 1; return -1; }
+        if (*p == '"') break;
+        /* a backslash */
+        esc = 1;
+        if (p + 1 >= e) { s->bad = 1; return -1; }
+        char c = p[1];
+        if (c == 'u') {
+            if (p + 6 > e) { s->bad = 1; return -1; }
+            int v = 0;
+            for (int i = 2; i < 6; i++) {
+                int h = hexval(p[i]);
+                if (h < 0) { s->bad = 1; return -1; }
+                v = v * 16 + h;
+            }
+            if (v >= 0xd800 && v <= 0xdfff) { s->bad = 1; return -1; }
+            p += 6;
+        } else if (c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' || c == 'r' || c == 't') {
+            p += 2;
+        } else {
+            s->bad = 1;
+            return -1;
+        }
+    }
+    if ((high & 0x80) && !utf8_ok((const unsigned char *)start, (const unsigned char *)p)) { s->bad = 1; return -1; }
+    out->p = start;
+    out->n = p - start;
+    out->esc = esc;
+    s->p = p + 1;
+    return 0;
+}
+
+typedef struct {
+    int is_int;   /* no fraction, no exponent */
+    int fits;     /* is_int and within int64 */
+    int64_t i;
+    double d;     /* the value as a double; NaN when it cannot be had exactly (caller refuses) */
+} Num;
+
+static const double POW10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+                               1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* A JSON number at s->p, in the JSON grammar exactly. Floats are correctly rounded: the
+   exact fast path (an integer mantissa below 2^53 times or over an exact power of ten), else
+   strtod (glibc's is correctly rounded; the C locale's decimal point is '.'). */
+static int number(Scan *s, Num *out) {
+    const char *p = s->p, *e = s->end, *start = p;
+    int neg = 0;
+    if (p < e && *p == '-') { neg = 1; p++; }
+    if (p >= e) { s->bad = 1; return -1; }
+    uint64_t mant = 0;
+    int digits = 0, frac_digits = 0;
+    if (*p == '0') {
+        p++;
+        if (p < e && *p >= '0' && *p <= '9') { s->bad = 1; return -1; }
+    } else if (*p >= '1' && *p <= '9') {
+        while (p < e && *p >= '0' && *p <= '9') {
+            if (digits < 19) mant = mant * 10 + (uint64_t)(*p - '0');
+            digits++;
+            p++;
+        }
+    } else {
+        s->bad = 1;
+        return -1;
+    }
+    int is_int = 1;
+    if (p < e && *p == '.') {
+        is_int = 0;
+        p++;
+        if (p >= e || *p < '0' || *p > '9') { s->bad = 1; return -1; }
+        while (p < e && *p >= '0' && *p <= '9') {
+            if (digits < 19) mant = mant * 10 + (uint64_t)(*p - '0');
+            if (digits > 0 || *p != '0' || mant != 0) digits++;
+            frac_digits++;
+            p++;
+        }
+    }
+    int exp = 0, has_exp = 0;
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        is_int = 0;
+        has_exp = 1;
+        p++;
+        int eneg = 0;
+        if (p < e && (*p == '+' || *p == '-')) { eneg = *p == '-'; p++; }
+        if (p >= e || *p < '0' || *p > '9') { s->bad = 1; return -1; }
+        while (p < e && *p >= '0' && *p <= '9') {
+            if (exp < 100000) exp = exp * 10 + (*p - '0');
+            p++;
+        }
+        if (eneg) exp = -exp;
+    }
+    s->p = p;
+    out->is_int = is_int;
+    out->fits = 0;
+    out->d = NAN;
+    if (is_int) {
+        if (digits <= 18 || (digits == 19 && mant <= (uint64_t)INT64_MAX)) {
+            out->fits = 1;
+            out->i = neg ? -(int64_t)mant : (int64_t)mant;
+            out->d = (double)out->i;
+        }
+        return 0;
+    }
+    (void)has_exp;
+    /* digits counts significant digits (leading fraction zeros after "0." skipped); mant
+       holds them when there are at most 19. */
+    int e10 = exp - frac_digits;
+    if (digits <= 19 && mant < (1ULL << 53) && e10 >= -22 && e10 <= 22) {
+        double d = (double)mant;
+        d = e10 < 0 ? d / POW10[-e10] : d * POW10[e10];
+        out->d = neg ? -d : d;
+        return 0;
+    }
+    Py_ssize_t len = p - start;
+    char tmp[72];
+    if (len >= (Py_ssize_t)sizeof(tmp)) return 0; /* NaN: refused by the caller */
+    memcpy(tmp, start, (size_t)len);
+    tmp[len] = 0;
+    char *endp;
+    errno = 0;
+    double d = strtod(tmp, &endp);
+    if (endp != tmp + len || errno != 0 || !isfinite(d)) return 0;
+    out->d = d;
+    return 0;
+}
+
+static int skip_value(Scan *s, int depth);
+
+static int skip_container(Scan *s, int depth, char close) {
+    s->p++;
+    ws(s);
+    if (s->p < s->end && *s->p == close) { s->p++; return 0; }
+    for (;;) {
+        if (close == '}') {
+            Span k;
+            if (s->p >= s->end || *s->p != '"' || string(s, &k) < 0) { s->bad = 1; return -1; }
+            ws(s);
+            if (s->p >= s->end || *s->p != ':') { s->bad = 1; return -1; }
+            s->p++;
+            ws(s);
+        }
+        if (skip_value(s, depth + 1) < 0) return -1;
+        ws(s);
+        if (s->p >= s->end) { s->bad = 1; return -1; }
+        if (*s->p == ',') { s->p++; ws(s); continue; }
+        if (*s->p == close) { s->p++; return 0; }
+        s->bad = 1;
+        return -1;
+    }
+}
+
+static int literal(Scan *s, const char *word, size_t n) {
+    if ((size_t)(s->end - s->p) < n || memcmp(s->p, word, n) != 0) { s->bad = 1; return -1; }
+    s->p += n;
+    return 0;
+}
+
+/* Any JSON value, checked and skipped. */
+static int skip_value(Scan *s, int depth) {
+    if (depth > MAX_DEPTH || s->p >= s->end) { s->bad = 1; return -1; }
+    char c = *s->p;
+    if (c == '{') return skip_container(s, depth, '}');
+    if (c == '[') return skip_container(s, depth, ']');
+    if (c == '"') { Span sp; return string(s, &sp); }
+    if (c == 't') return literal(s, "true", 4);
+    if (c == 'f') return literal(s, "false", 5);
+    if (c == 'n') return literal(s, "null", 4);
+    Num num;
+    return number(s, &num);
+}
+
+/* ------------------------------------------------------------------ one event */
+
+/* What a value turned out to be, for the fields whose type decides what happens. */
+enum { V_MISSING, V_NULL, V_INT, V_FLOAT, V_STR, V_OTHER };
+
+typedef struct {
+    int kind;
+    int64_t i;   /* V_INT that fits int64 (an int that does not is V_OTHER) */
+    double d;    /* V_INT / V_FLOAT: the value as a double */
+    Span str;    /* V_STR */
+} Val;
+
+/* A scalar value: its kind and value; containers and literals are skipped as V_OTHER. */
+static int value(Scan *s, Val *v) {
+    if (s->p >= s->end) { s->bad = 1; return -1; }
+    char c = *s->p;
+    if (c == '"') {
+        v->kind = V_STR;
+        return string(s, &v->str);
+    }
+    if (c == 'n') {
+        v->kind = V_NULL;
+        return literal(s, "null", 4);
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) {
+        Num num;
+        if (number(s, &num) < 0) return -1;
+        if (num.is_int) {
+            if (!num.fits) { v->kind = V_OTHER; return 0; }
+            v->kind = V_INT;
+            v->i = num.i;
+            v->d = num.d;
+        } else {
+            v->kind = isnan(num.d) ? V_OTHER : V_FLOAT;
+            v->d = num.d;
+        }
+        return 0;
+    }
+    v->kind = V_OTHER;
+    return skip_value(s, 1);
+}
+
+/* An array of exactly three int64 ints; 0 when it is anything else (still skipped, checked). */
+static int dim3(Scan *s, int64_t out[3], int *ok) {
+    *ok = 0;
+    if (s->p >= s->end || *s->p != '[') return skip_value(s, 1);
+    const char *save = s->p;
+    s->p++;
+    for (int i = 0; i < 3; i++) {
+        ws(s);
+        Val v;
+        if (s->p >= s->end) { s->bad = 1; return -1; }
+        if (*s->p == ']' && i == 0) break;
+        if (value(s, &v) < 0) return -1;
+        if (v.kind != V_INT) goto generic;
+        out[i] = v.i;
+        ws(s);
+        if (s->p >= s->end) { s->bad = 1; return -1; }
+        if (i < 2) {
+            if (*s->p != ',') goto generic;
+            s->p++;
+        } else if (*s->p == ']') {
+            s->p++;
+            *ok = 1;
+            return 0;
+        } else {
+            goto generic;
+        }
+    }
+generic:
+    s->p = save;
+    return skip_value(s, 1);
+}
+
+/* Keys of the args object the strict schema reads. */
+enum {
+    A_EXT, A_DIMS, A_TYPES, A_FWD, A_SEQ, A_DEV, A_STREAM, A_CORR, A_REGS, A_SHMEM, A_BPS, A_WPS,
+    A_GRID, A_BLOCK, A_OCC, A_NBYTES, A_COLL, A_STACK, A_EXT_LC,
+    A_MEM_BYTES, A_TOTAL_ALLOC, A_TOTAL_RES, A_DEV_TYPE, A_DEV_ID, A_NONE /* [memory] records' args last */
+};
+
+static int arg_key(const char *k, Py_ssize_t n) {
+#define K(lit, id) if (n == (Py_ssize_t)sizeof(lit) - 1 && memcmp(k, lit, sizeof(lit) - 1) == 0) return id
+    switch (n) {
+    case 4: K("grid", A_GRID); break;
+    case 5: K("block", A_BLOCK); K("bytes", A_NBYTES); K("Bytes", A_MEM_BYTES); break;
+    case 6: K("device", A_DEV); K("stream", A_STREAM); break;
+    case 9: K("Device Id", A_DEV_ID); break;
+    case 10: K("Input Dims", A_DIMS); K("Input type", A_TYPES); K("Call stack", A_STACK); break;
+    case 11: K("External id", A_EXT); K("correlation", A_CORR); K("external id", A_EXT_LC); K("Device Type", A_DEV_TYPE); break;
+    case 14: K("Total Reserved", A_TOTAL_RES); break;
+    case 12: K("warps per SM", A_WPS); break;
+    case 13: K("Fwd thread id", A_FWD); K("shared memory", A_SHMEM); K("blocks per SM", A_BPS); break;
+    case 15: K("Sequence number", A_SEQ); K("Collective name", A_COLL); K("Total Allocated", A_TOTAL_ALLOC); break;
+    case 20: K("registers per thread", A_REGS); break;
+    case 25: K("est. achieved occupancy %", A_OCC); break;
+    }
+#undef K
+    return A_NONE;
+}
+
+enum { E_PH, E_CAT, E_NAME, E_PID, E_TID, E_TS, E_DUR, E_ARGS, E_CODE, E_NONE };
+
+static int event_key(const char *k, Py_ssize_t n) {
+    switch (n) {
+    case 2: if (k[0] == 'p' && k[1] == 'h') return E_PH; if (k[0] == 't' && k[1] == 's') return E_TS; break;
+    case 3:
+        if (memcmp(k, "cat", 3) == 0) return E_CAT;
+        if (memcmp(k, "pid", 3) == 0) return E_PID;
+        if (memcmp(k, "tid", 3) == 0) return E_TID;
+        if (memcmp(k, "dur", 3) == 0) return E_DUR;
+        break;
+    case 4: if (memcmp(k, "name", 4) == 0) return E_NAME; if (memcmp(k, "args", 4) == 0) return E_ARGS; break;
+    case 21: if (memcmp(k, "perflint: event class", 21) == 0) return E_CODE; break;
+    }
+    return E_NONE;
+}
+
+/* Phases of the strict schema's skip structs (everything but X and the instant i/I). */
+static int skip_phase(const Span *ph) {
+    if (ph->esc) return 0;
+    if (ph->n != 1) return 0;
+    switch (ph->p[0]) {
+    case 'B': case 'E': case 'C': case 'b': case 'n': case 'e': case 'S': case 'T': case 'p':
+    case 'F': case 's': case 't': case 'f': case 'P': case 'O': case 'N': case 'D': case 'M':
+    case 'V': case 'v': case 'R': case 'c': case '(': case ')':
+        return 1;
+    }
+    return 0;
+}
+
+static int grow(Scan *s) {
+    Py_ssize_t cap = s->cap ? s->cap * 2 : 1024;
+    for (int i = 0; i < NF; i++) { void *q = realloc(s->F[i], sizeof(double) * cap); if (!q) return -1; s->F[i] = q; }
+    for (int i = 0; i < NI; i++) { void *q = realloc(s->I[i], sizeof(int64_t) * cap); if (!q) return -1; s->I[i] = q; }
+    for (int i = 0; i < NS; i++) { void *q = realloc(s->S[i], sizeof(int32_t) * cap); if (!q) return -1; s->S[i] = q; }
+    for (int i = 0; i < NU; i++) { void *q = realloc(s->U[i], cap); if (!q) return -1; s->U[i] = q; }
+    void *q = realloc(s->offs, sizeof(int64_t) * (cap + 1));
+    if (!q) return -1;
+    s->offs = q;
+    s->cap = cap;
+    return 0;
+}
+
+/* Local string id of a V_STR value; -2 on allocation failure. */
+static int32_t str_id(Scan *s, const Span *sp) {
+    int32_t k = table_id(&s->strs, sp->p, sp->n, sp->esc);
+    return k < 0 ? -2 : k;
+}
+
+/* The local id of a (pid, tid) thread key (each an int, a string or None); -1 on no memory. */
+static int32_t pair_of(Scan *s, const Val *pid, const Val *tid) {
+    Pair q;
+    q.pk = pid->kind == V_INT ? 1 : pid->kind == V_STR ? 2 : 0;
+    q.tk = tid->kind == V_INT ? 1 : tid->kind == V_STR ? 2 : 0;
+    q.pv = q.tv = 0;
+    if (q.pk == 1) q.pv = pid->i;
+    else if (q.pk == 2 && (q.pv = str_id(s, &pid->str)) == -2) return -1;
+    if (q.tk == 1) q.tv = tid->i;
+    else if (q.tk == 2 && (q.tv = str_id(s, &tid->str)) == -2) return -1;
+    return pair_id(&s->pairs, &q);
+}
+
+/* The Python rule for an untyped id field of a GPU event (fast_add._ints): an int stays, a
+   missing value or null is the default; anything else is ODD. */
+static int64_t gpu_int(const Val *v, int64_t dflt, int64_t lo, int64_t hi, int *odd) {
+    if (v->kind == V_MISSING || v->kind == V_NULL) return dflt;
+    if (v->kind == V_INT && v->i >= lo && v->i <= hi) return v->i;
+    *odd = 1;
+    return dflt;
+}
+
+static double gpu_float(const Val *v, int *odd) {
+    if (v->kind == V_MISSING || v->kind == V_NULL) return NAN;
+    if (v->kind == V_INT || v->kind == V_FLOAT) return v->d;
+    *odd = 1;
+    return NAN;
+}
+
+static int refuse(Scan *s, const char *start);
+
+/* An id of a [memory] record (kineto._memory: an int, else the default for a missing value or
+   null; anything else, or an int beyond the column, is left to the Python builder). */
+static int mem_int(const Val *v, int64_t dflt, int64_t lo, int64_t hi, int64_t *out) {
+    if (v->kind == V_MISSING || v->kind == V_NULL) { *out = dflt; return 0; }
+    if (v->kind == V_INT && v->i >= lo && v->i <= hi) { *out = v->i; return 0; }
+    return -1;
+}
+
+static int32_t pair_of(Scan *s, const Val *pid, const Val *tid);
+
+/* A [memory] instant event with an args object: the memory table's row. */
+static int memory_record(Scan *s, const char *start, const Val *pid, const Val *tid, const Val *ts, const Val *a) {
+    Py_ssize_t i = s->n;
+    if (ts->kind != V_INT && ts->kind != V_FLOAT) return refuse(s, start);
+    for (int j = 0; j < NI; j++) s->I[j][i] = NONE_ID;
+    if (mem_int(&a[A_MEM_BYTES], 0, INT64_MIN, INT64_MAX, &s->I[I_MEM_BYTES][i]) < 0 ||
+        mem_int(&a[A_TOTAL_ALLOC], NONE_ID, INT64_MIN, INT64_MAX, &s->I[I_TOTAL_ALLOC][i]) < 0 ||
+        mem_int(&a[A_TOTAL_RES], NONE_ID, INT64_MIN, INT64_MAX, &s->I[I_TOTAL_RES][i]) < 0 ||
+        mem_int(&a[A_DEV_TYPE], NONE_ID, INT16_MIN, INT16_MAX, &s->I[I_DEV_TYPE][i]) < 0 ||
+        mem_int(&a[A_DEV_ID], NONE_ID, INT16_MIN, INT16_MAX, &s->I[I_DEV_ID][i]) < 0)
+        return refuse(s, start);
+    int okp = pid->kind == V_INT || pid->kind == V_STR || pid->kind == V_NULL || pid->kind == V_MISSING;
+    int okt = tid->kind == V_INT || tid->kind == V_STR || tid->kind == V_NULL || tid->kind == V_MISSING;
+    if (!okp || !okt) return refuse(s, start); /* the Python builder keys odd ones by their text */
+    for (int j = 0; j < NF; j++) s->F[j][i] = NAN;
+    for (int j = 0; j < NS; j++) s->S[j][i] = NONE_ID;
+    s->F[F_TS][i] = ts->d;
+    int32_t id = pair_of(s, pid, tid);
+    if (id < 0) { s->bad = NOMEM; return -1; }
+    s->S[S_PAIR][i] = id;
+    s->U[U_PH][i] = PH_MEMORY;
+    s->U[U_ODD][i] = 0;
+    s->n++;
+    return 0;
+}
+
+/* An event the columns cannot take, though it may be valid JSON: skipped whole when it is
+   (s->bad = REFUSED, s->p after it: the caller hands just this event to msgspec). */
+static int refuse(Scan *s, const char *start) {
+    s->p = start;
+    s->bad = 0;
+    if (skip_value(s, 0) < 0) return -1;
+    s->bad = REFUSED;
+    return -1;
+}
+
+/* One event object at s->p. Returns 0 (added), -1 (s->bad: INVALID, REFUSED or NOMEM). */
+static int event(Scan *s) {
+    const char *start = s->p;
+    if (s->p >= s->end || *s->p != '{') { s->bad = 1; return -1; }
+    if (s->n == s->cap && grow(s) < 0) { s->bad = NOMEM; return -1; }
+    s->p++;
+    unsigned seen = 0, aseen = 0;
+    int xbad = 0; /* refused by the X struct only (other phases do not read these fields) */
+    int args_kind = V_MISSING;
+    Span ph = {0}, cat = {0}, name = {0};
+    int has_ph = 0, name_str = 0;
+    Val pid = {V_MISSING}, tid = {V_MISSING}, ts = {V_MISSING}, dur = {V_MISSING};
+    Val a[A_NONE];
+    for (int i = 0; i < A_NONE; i++) a[i].kind = V_MISSING;
+    int64_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+    Span dims = {0}, types = {0};
+    int has_dims = 0, has_types = 0;
+
+    ws(s);
+    if (s->p < s->end && *s->p == '}') {
+        s->p++;
+    } else {
+        for (;;) {
+            Span k;
+            if (s->p >= s->end || *s->p != '"' || string(s, &k) < 0) { s->bad = 1; return -1; }
+            if (k.esc) return refuse(s, start); /* msgspec would match the unescaped key */
+            ws(s);
+            if (s->p >= s->end || *s->p != ':') { s->bad = 1; return -1; }
+            s->p++;
+            ws(s);
+            int key = event_key(k.p, k.n);
+            if (key != E_NONE) {
+                if (seen & (1u << key)) return refuse(s, start);
+                seen |= 1u << key;
+            }
+            switch (key) {
+            case E_PH: {
+                Val v;
+                if (value(s, &v) < 0) return -1;
+                if (v.kind != V_STR) return refuse(s, start);
+                ph = v.str;
+                has_ph = 1;
+                break;
+            }
+            case E_CAT: case E_NAME: {
+                Val v;
+                if (value(s, &v) < 0) return -1;
+                if (v.kind != V_STR) xbad = 1;
+                else if (key == E_CAT) cat = v.str;
+                else { name = v.str; name_str = 1; }
+                break;
+            }
+            case E_PID: case E_TID: {
+                Val *v = key == E_PID ? &pid : &tid;
+                if (value(s, v) < 0) return -1;
+                if (v->kind != V_INT && v->kind != V_STR && v->kind != V_NULL) xbad = 1;
+                break;
+            }
+            case E_TS: case E_DUR: {
+                Val *v = key == E_TS ? &ts : &dur;
+                if (value(s, v) < 0) return -1;
+                if (v->kind != V_INT && v->kind != V_FLOAT) xbad = 1;
+                break;
+            }
+            case E_CODE:
+                s->bad = 1;
+                return -1;
+            case E_ARGS: {
+                if (s->p >= s->end) { s->bad = 1; return -1; }
+                if (*s->p == 'n') {
+                    if (literal(s, "null", 4) < 0) return -1;
+                    args_kind = V_NULL;
+                    break;
+                }
+                if (*s->p != '{') {
+                    args_kind = V_OTHER;
+                    if (skip_value(s, 1) < 0) return -1;
+                    break;
+                }
+                args_kind = V_STR; /* an object */
+                s->p++;
+                ws(s);
+                if (s->p < s->end && *s->p == '}') { s->p++; break; }
+                for (;;) {
+                    Span ak;
+                    if (s->p >= s->end || *s->p != '"' || string(s, &ak) < 0) { s->bad = 1; return -1; }
+                    if (ak.esc) return refuse(s, start);
+                    ws(s);
+                    if (s->p >= s->end || *s->p != ':') { s->bad = 1; return -1; }
+                    s->p++;
+                    ws(s);
+                    int id = arg_key(ak.p, ak.n);
+                    if (id != A_NONE) {
+                        if (aseen & (1u << id)) return refuse(s, start);
+                        aseen |= 1u << id;
+                    }
+                    if (id == A_NONE) {
+                        if (skip_value(s, 1) < 0) return -1;
+                    } else if (id == A_DIMS || id == A_TYPES) {
+                        const char *v0 = s->p;
+                        if (skip_value(s, 1) < 0) return -1;
+                        Span *r = id == A_DIMS ? &dims : &types;
+                        r->p = v0;
+                        r->n = s->p - v0;
+                        r->esc = 0;
+                        if (id == A_DIMS) has_dims = 1; else has_types = 1;
+                    } else if (id == A_GRID || id == A_BLOCK) {
+                        int ok;
+                        if (dim3(s, id == A_GRID ? grid : block, &ok) < 0) return -1;
+                        if (!ok) xbad = 1;
+                        a[id].kind = V_INT;
+                    } else {
+                        if (value(s, &a[id]) < 0) return -1;
+                    }
+                    ws(s);
+                    if (s->p >= s->end) { s->bad = 1; return -1; }
+                    if (*s->p == ',') { s->p++; ws(s); continue; }
+                    if (*s->p == '}') { s->p++; break; }
+                    s->bad = 1;
+                    return -1;
+                }
+                break;
+            }
+            default:
+                if (skip_value(s, 1) < 0) return -1;
+            }
+            ws(s);
+            if (s->p >= s->end) { s->bad = 1; return -1; }
+            if (*s->p == ',') { s->p++; ws(s); continue; }
+            if (*s->p == '}') { s->p++; break; }
+            s->bad = 1;
+            return -1;
+        }
+    }
+    if (!has_ph) return refuse(s, start); /* the strict union needs its tag */
+    Py_ssize_t i = s->n;
+    int is_x = !ph.esc && ph.n == 1 && ph.p[0] == 'X';
+    if (!is_x) {
+        int instant = !ph.esc && ph.n == 1 && (ph.p[0] == 'i' || ph.p[0] == 'I');
+        if (!instant && !skip_phase(&ph)) return refuse(s, start); /* an unknown phase */
+        if (args_kind == V_OTHER) return refuse(s, start);
+        if (instant && name_str && args_kind == V_STR && name.n == 8 && memcmp(name.p, "[memory]", 8) == 0)
+            return memory_record(s, start, &pid, &tid, &ts, a);
+        /* other phases and instants: counted, nothing read (as the strict builder does) */
+        s->U[U_PH][i] = PH_SKIP;
+        s->U[U_ODD][i] = 0;
+        for (int j = 0; j < NF; j++) s->F[j][i] = NAN;
+        for (int j = 0; j < NI; j++) s->I[j][i] = NONE_ID;
+        for (int j = 0; j < NS; j++) s->S[j][i] = NONE_ID;
+        s->n++;
+        return 0;
+    }
+    /* The typed fields of XArgs: refused values are left to msgspec (it words the error). */
+    if (args_kind == V_NULL || args_kind == V_OTHER) xbad = 1;
+    if (a[A_EXT].kind != V_MISSING && a[A_EXT].kind != V_NULL && a[A_EXT].kind != V_INT) xbad = 1;
+    const int typed[] = {A_FWD, A_SEQ, A_CORR, A_EXT_LC};
+    for (int j = 0; j < 4; j++) {
+        int k = a[typed[j]].kind;
+        if (k != V_MISSING && k != V_INT) xbad = 1;
+    }
+    if (a[A_STACK].kind != V_MISSING && a[A_STACK].kind != V_NULL && a[A_STACK].kind != V_STR) xbad = 1;
+    if (xbad) return refuse(s, start);
+
+    int odd = 0;
+    s->U[U_PH][i] = PH_X;
+    s->F[F_TS][i] = ts.kind == V_MISSING ? NAN : ts.d;
+    s->F[F_DUR][i] = dur.kind == V_MISSING ? NAN : dur.d;
+    s->F[F_BPS][i] = gpu_float(&a[A_BPS], &odd);
+    s->F[F_WPS][i] = gpu_float(&a[A_WPS], &odd);
+    s->F[F_OCC][i] = gpu_float(&a[A_OCC], &odd);
+    int64_t ext_lc = a[A_EXT_LC].kind == V_INT ? a[A_EXT_LC].i : NONE_ID;
+    s->I[I_EXT][i] = a[A_EXT].kind == V_INT ? a[A_EXT].i : ext_lc;
+    s->I[I_SEQ][i] = a[A_SEQ].kind == V_INT ? a[A_SEQ].i : NONE_ID;
+    s->I[I_FWD][i] = a[A_FWD].kind == V_INT ? a[A_FWD].i : NONE_ID;
+    s->I[I_CORR][i] = a[A_CORR].kind == V_INT ? a[A_CORR].i : NONE_ID;
+    /* device and stream default to the pid and tid (fast_add._Slice.gpu: int_or(pid, 0)) */
+    if (a[A_DEV].kind == V_MISSING || a[A_DEV].kind == V_NULL) {
+        int64_t d = pid.kind == V_INT ? pid.i : 0;
+        if (pid.kind == V_STR || d < INT32_MIN || d > INT32_MAX) odd = 1;
+        s->I[I_DEV][i] = d;
+    } else {
+        s->I[I_DEV][i] = gpu_int(&a[A_DEV], 0, INT32_MIN, INT32_MAX, &odd);
+    }
+    if (a[A_STREAM].kind == V_MISSING || a[A_STREAM].kind == V_NULL) {
+        if (tid.kind == V_STR) odd = 1;
+        s->I[I_STREAM][i] = tid.kind == V_INT ? tid.i : 0;
+    } else {
+        s->I[I_STREAM][i] = gpu_int(&a[A_STREAM], 0, INT64_MIN, INT64_MAX, &odd);
+    }
+    s->I[I_REGS][i] = gpu_int(&a[A_REGS], NONE_ID, INT32_MIN, INT32_MAX, &odd);
+    s->I[I_SHMEM][i] = gpu_int(&a[A_SHMEM], NONE_ID, INT64_MIN, INT64_MAX, &odd);
+    s->I[I_NBYTES][i] = gpu_int(&a[A_NBYTES], NONE_ID, INT64_MIN, INT64_MAX, &odd);
+    for (int j = 0; j < 3; j++) {
+        s->I[I_G0 + j][i] = grid[j];
+        s->I[I_B0 + j][i] = block[j];
+    }
+    s->U[U_ODD][i] = (uint8_t)odd;
+
+    int32_t id;
+    if (seen & (1u << E_CAT)) {
+        if ((id = str_id(s, &cat)) == -2) { s->bad = NOMEM; return -1; }
+    } else {
+        Span e = {EMPTY_TEXT, 0, 0, 0};
+        if ((id = str_id(s, &e)) == -2) { s->bad = NOMEM; return -1; }
+    }
+    s->S[S_CAT][i] = id;
+    if (seen & (1u << E_NAME)) {
+        if ((id = str_id(s, &name)) == -2) { s->bad = NOMEM; return -1; }
+    } else {
+        Span e = {NONE_TEXT, 4, 0, 0}; /* the lenient builder names a nameless event str(None) */
+        if ((id = str_id(s, &e)) == -2) { s->bad = NOMEM; return -1; }
+    }
+    s->S[S_NAME][i] = id;
+    if ((id = pair_of(s, &pid, &tid)) < 0) { s->bad = NOMEM; return -1; }
+    s->S[S_PAIR][i] = id;
+    s->S[S_DIMS][i] = NONE_ID;
+    s->S[S_TYPES][i] = NONE_ID;
+    if (has_dims && dims.n > 0 && (s->S[S_DIMS][i] = table_id(&s->raws, dims.p, dims.n, 0)) < 0) { s->bad = NOMEM; return -1; }
+    if (has_types && types.n > 0 && (s->S[S_TYPES][i] = table_id(&s->raws, types.p, types.n, 0)) < 0) { s->bad = NOMEM; return -1; }
+    s->S[S_STACK][i] = NONE_ID;
+    if (a[A_STACK].kind == V_STR && a[A_STACK].str.n > 0) { /* "" is no stack */
+        if ((id = str_id(s, &a[A_STACK].str)) == -2) { s->bad = NOMEM; return -1; }
+        s->S[S_STACK][i] = id;
+    }
+    s->S[S_COLL][i] = NONE_ID;
+    if (a[A_COLL].kind == V_STR) {
+        if ((id = str_id(s, &a[A_COLL].str)) == -2) { s->bad = NOMEM; return -1; }
+        s->S[S_COLL][i] = id;
+    }
+    s->n++;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ Python objects */
+
+/* The str of a span; escapes decoded. NULL with an exception set on failure. */
+static PyObject *span_str(const Span *sp) {
+    if (!sp->esc) return PyUnicode_DecodeUTF8(sp->p, sp->n, "strict");
+    char *buf = (char *)PyMem_Malloc((size_t)sp->n + 1);
+    if (!buf) return PyErr_NoMemory();
+    const char *p = sp->p, *e = sp->p + sp->n;
+    char *o = buf;
+    while (p < e) {
+        if (*p != '\\') { *o++ = *p++; continue; }
+        char c = p[1];
+        p += 2;
+        switch (c) {
+        case '"': *o++ = '"'; break;
+        case '\\': *o++ = '\\'; break;
+        case '/': *o++ = '/'; break;
+        case 'b': *o++ = '\b'; break;
+        case 'f': *o++ = '\f'; break;
+        case 'n': *o++ = '\n'; break;
+        case 'r': *o++ = '\r'; break;
+        case 't': *o++ = '\t'; break;
+        default: { /* 'u': four hex digits, not a surrogate (checked by string()) */
+            unsigned v = 0;
+            for (int i = 0; i < 4; i++) v = v * 16 + (unsigned)hexval(p[i]);
+            p += 4;
+            if (v < 0x80) {
+                *o++ = (char)v;
+            } else if (v < 0x800) {
+                *o++ = (char)(0xc0 | (v >> 6));
+                *o++ = (char)(0x80 | (v & 0x3f));
+            } else {
+                *o++ = (char)(0xe0 | (v >> 12));
+                *o++ = (char)(0x80 | ((v >> 6) & 0x3f));
+                *o++ = (char)(0x80 | (v & 0x3f));
+            }
+        }
+        }
+    }
+    PyObject *r = PyUnicode_DecodeUTF8(buf, o - buf, "strict");
+    PyMem_Free(buf);
+    return r;
+}
+
+static PyObject *column_bytes(void **cols, int k, Py_ssize_t n, size_t item) {
+    PyObject *b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(k * n * item));
+    if (!b) return NULL;
+    char *o = PyBytes_AS_STRING(b);
+    for (int j = 0; j < k; j++) memcpy(o + (size_t)j * n * item, cols[j], (size_t)n * item);
+    return b;
+}
+
+static void scan_free(Scan *s) {
+    for (int i = 0; i < NF; i++) free(s->F[i]);
+    for (int i = 0; i < NI; i++) free(s->I[i]);
+    for (int i = 0; i < NS; i++) free(s->S[i]);
+    for (int i = 0; i < NU; i++) free(s->U[i]);
+    free(s->offs);
+    free(s->strs.items); free(s->strs.slots);
+    free(s->raws.items); free(s->raws.slots);
+    free(s->pairs.items); free(s->pairs.slots);
+}
+
+static PyObject *pair_part(PyObject *strs, int8_t k, int64_t v) {
+    if (k == 1) return PyLong_FromLongLong(v);
+    if (k == 2) { PyObject *o = PyList_GET_ITEM(strs, v); Py_INCREF(o); return o; }
+    Py_RETURN_NONE;
+}
+
+static PyObject *build_result(Scan *s, Py_ssize_t next) {
+    Py_ssize_t n = s->n;
+    PyObject *strs = NULL, *raws = NULL, *pairs = NULL, *fb = NULL, *ib = NULL, *sb = NULL, *ub = NULL, *ob = NULL;
+    strs = PyList_New(s->strs.len);
+    if (!strs) goto fail;
+    for (Py_ssize_t i = 0; i < s->strs.len; i++) {
+        PyObject *o = span_str(&s->strs.items[i]);
+        if (!o) goto fail;
+        PyList_SET_ITEM(strs, i, o);
+    }
+    raws = PyList_New(s->raws.len);
+    if (!raws) goto fail;
+    for (Py_ssize_t i = 0; i < s->raws.len; i++) {
+        PyObject *o = PyBytes_FromStringAndSize(s->raws.items[i].p, s->raws.items[i].n);
+        if (!o) goto fail;
+        PyList_SET_ITEM(raws, i, o);
+    }
+    pairs = PyList_New(s->pairs.len);
+    if (!pairs) goto fail;
+    for (Py_ssize_t i = 0; i < s->pairs.len; i++) {
+        Pair *q = &s->pairs.items[i];
+        PyObject *a = pair_part(strs, q->pk, q->pv);
+        PyObject *b = a ? pair_part(strs, q->tk, q->tv) : NULL;
+        PyObject *t = b ? PyTuple_Pack(2, a, b) : NULL;
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        if (!t) goto fail;
+        PyList_SET_ITEM(pairs, i, t);
+    }
+    fb = column_bytes((void **)s->F, NF, n, sizeof(double));
+    ib = fb ? column_bytes((void **)s->I, NI, n, sizeof(int64_t)) : NULL;
+    sb = ib ? column_bytes((void **)s->S, NS, n, sizeof(int32_t)) : NULL;
+    ub = sb ? column_bytes((void **)s->U, NU, n, 1) : NULL;
+    ob = ub ? PyBytes_FromStringAndSize((const char *)s->offs, (Py_ssize_t)sizeof(int64_t) * (n + 1)) : NULL;
+    if (!ob) goto fail;
+    return Py_BuildValue("(nNNNNNNNNn)", n, fb, ib, sb, ub, ob, strs, raws, pairs, next);
+fail:
+    Py_XDECREF(strs); Py_XDECREF(raws); Py_XDECREF(pairs);
+    Py_XDECREF(fb); Py_XDECREF(ib); Py_XDECREF(sb); Py_XDECREF(ub); Py_XDECREF(ob);
+    return NULL;
+}
+
+static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t lo, hi;
+    if (!PyArg_ParseTuple(args, "y*nn", &view, &lo, &hi)) return NULL;
+    if (lo < 0 || hi > view.len || lo > hi) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "range outside the buffer");
+        return NULL;
+    }
+    Scan s;
+    memset(&s, 0, sizeof(s));
+    const char *base = (const char *)view.buf;
+    s.p = base + lo;
+    s.end = base + hi;
+    Py_ssize_t next = -1; /* after a refused event: where the next one begins (hi: none) */
+    int nomem = 0;
+    Py_BEGIN_ALLOW_THREADS
+    if (grow(&s) < 0) {
+        nomem = 1;
+    } else {
+        ws(&s);
+        while (s.p < s.end) {
+            s.offs[s.n] = s.p - base;
+            if (event(&s) < 0) {
+                if (s.bad == NOMEM) {
+                    nomem = 1;
+                } else if (s.bad == REFUSED) {
+                    ws(&s);
+                    if (s.p >= s.end) {
+                        next = hi;
+                    } else if (*s.p == ',') {
+                        s.p++;
+                        ws(&s);
+                        next = s.p < s.end ? s.p - base : -1; /* a trailing comma is invalid */
+                    }
+                }
+                s.p = base + s.offs[s.n];
+                break;
+            }
+            ws(&s);
+            if (s.p >= s.end) break;
+            if (*s.p != ',') break; /* invalid: msgspec gets the rest and says so */
+            s.p++;
+            ws(&s);
+            if (s.p >= s.end) { s.p--; break; }  /* a trailing comma: invalid, as above */
+        }
+        if (!nomem) s.offs[s.n] = s.p - base;
+    }
+    Py_END_ALLOW_THREADS
+    PyObject *result = NULL;
+    if (nomem) {
+        PyErr_NoMemory();
+    } else {
+        result = build_result(&s, s.p >= s.end ? hi : next);
+        if (!result && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) { /* left to msgspec */
+            PyErr_Clear();
+            result = Py_None;
+            Py_INCREF(result);
+        }
+    }
+    scan_free(&s);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"scan", scan, METH_VARARGS,
+     "scan(buf, lo, hi) -> (n, f64, i64, i32, u8, offsets, strings, raws, pairs, next): the "
+     "first n events of buf[lo:hi] as columns; offsets[n] is where the scan stopped (hi: the "
+     "end), at an event it refused; next is where the event after that one begins (hi: none), "
+     "-1 when the rest must go to msgspec whole (invalid JSON there, or UTF-8, or an escape)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kscan", NULL, -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__kscan(void) { return PyModule_Create(&module); }
