@@ -179,6 +179,8 @@ VARIANTS: dict[str, tuple[Callable[[TraceBuilder], None], str]] = {
     "profiler_span_int": (_event("Trace", "ts", 3), "strict"),
     "cupti_range": (_append({"ph": "X", "cat": "cuda_profiler_range", "name": "range", "pid": 0, "tid": 0, "ts": 10, "dur": 5,
                              "args": {"sm__inst_executed.sum": 100, "dram__bytes.sum": 2.5}}), "strict"),
+    "cupti_range_ts_word": (_append({"ph": "X", "cat": "cuda_profiler_range", "name": "range", "pid": 0, "tid": 0, "ts": "x",
+                                     "dur": [2], "args": {"sm__inst_executed.sum": 100}}), "lenient"),  # fmt: skip
     "cupti_range_no_ts": (_append({"ph": "X", "cat": "cuda_profiler_range", "name": "range", "pid": 0, "tid": 0,
                                    "args": {"sm__inst_executed.sum": 100}}), "strict"),
 }
@@ -196,6 +198,8 @@ ERRORS: dict[str, tuple[Callable[[TraceBuilder], None], str]] = {
     "ts_beyond_float": (_event("kernel", "ts", int("9" * 400)), "lenient"),
     "dur_negative": (_event("python_function", "dur", -5), "strict"),
     "ts_word": (_event("cpu_op", "ts", "soon"), "lenient"),
+    "ts_list": (_event("cpu_op", "ts", []), "lenient"),  # numpy made a 2-D column of it
+    "dur_list": (_event("kernel", "dur", [1.5]), "lenient"),
     "flow_args_int": (_append({"ph": "f", "id": 1, "pid": 1, "tid": 1, "ts": 1, "args": 5}), "lenient"),
     "args_list": (_event("cuda_runtime", "args", [1]), "lenient"),
 }

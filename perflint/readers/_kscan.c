@@ -69,6 +69,7 @@ typedef struct {
     int32_t *S[NS];
     uint8_t *U[NU];
     int64_t *offs;  /* each event's offset in the buffer; offs[n]: where the scan stopped */
+    int own;        /* the buffers are the spare ones (scan_free keeps them) */
     Table strs, raws;
     PairTable pairs;
 } Scan;
@@ -939,7 +940,36 @@ static PyObject *column_bytes(void **cols, int k, Py_ssize_t n, size_t item) {
     return b;
 }
 
+/* The buffers of the last scan, kept for the next: a slice's columns are megabytes, and fresh
+   memory each time costs more in page faults than the parse (the GIL is held while they move). */
+static Scan spare;
+static int spare_busy;
+
+static void take_spare(Scan *s) {
+    if (spare_busy) return;
+    spare_busy = 1;
+    memcpy(s->F, spare.F, sizeof(s->F));
+    memcpy(s->I, spare.I, sizeof(s->I));
+    memcpy(s->S, spare.S, sizeof(s->S));
+    memcpy(s->U, spare.U, sizeof(s->U));
+    s->offs = spare.offs;
+    s->cap = spare.cap;
+    s->strs = spare.strs;
+    s->raws = spare.raws;
+    s->pairs = spare.pairs;
+    s->strs.len = s->raws.len = s->pairs.len = 0;
+    if (s->strs.slots) memset(s->strs.slots, 0xff, sizeof(int32_t) * s->strs.nslots);
+    if (s->raws.slots) memset(s->raws.slots, 0xff, sizeof(int32_t) * s->raws.nslots);
+    if (s->pairs.slots) memset(s->pairs.slots, 0xff, sizeof(int32_t) * s->pairs.nslots);
+    s->own = 1;
+}
+
 static void scan_free(Scan *s) {
+    if (s->own) {
+        spare = *s;
+        spare_busy = 0;
+        return;
+    }
     for (int i = 0; i < NF; i++) free(s->F[i]);
     for (int i = 0; i < NI; i++) free(s->I[i]);
     for (int i = 0; i < NS; i++) free(s->S[i]);
@@ -1012,10 +1042,11 @@ static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args) {
     const char *base = (const char *)view.buf;
     s.p = base + lo;
     s.end = base + hi;
+    take_spare(&s);
     Py_ssize_t next = -1; /* after a refused event: where the next one begins (hi: none) */
     int nomem = 0;
     Py_BEGIN_ALLOW_THREADS
-    if (grow(&s) < 0) {
+    if (s.cap == 0 && grow(&s) < 0) {
         nomem = 1;
     } else {
         ws(&s);

@@ -23,6 +23,7 @@ from __future__ import annotations
 import mmap
 import os
 import re
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Union
 
@@ -108,29 +109,46 @@ def _boundary(buf: Any, lo: int, hi: int) -> int:
     return -1
 
 
-def _wrap(buf: Any, lo: int, hi: int) -> bytearray:
-    out = bytearray(hi - lo + 2)
+def _wrap(buf: Any, lo: int, hi: int, out: bytearray | None = None) -> bytearray:
+    """buf[lo:hi] in brackets, in `out` (its first hi - lo + 2 bytes) or a new bytearray."""
+    n = hi - lo
+    if out is None:
+        out = bytearray(n + 2)
     out[0] = 0x5B
     read_range = getattr(buf, "read_range", None)
-    if read_range is not None:  # a mapped file: pread, no page faults, no file pages kept resident
-        with memoryview(out) as mv:
-            read_range(lo, hi, mv[1:-1])
-    else:
-        with memoryview(buf) as mv:  # one copy, not a slice and then a copy of it
-            out[1:-1] = mv[lo:hi]
-    out[-1] = 0x5D
+    with memoryview(out) as dst:
+        if read_range is not None:  # a mapped file: pread, no page faults, no file pages kept resident
+            read_range(lo, hi, dst[1 : n + 1])
+        else:
+            with memoryview(buf) as mv:  # one copy, not a slice and then a copy of it
+                dst[1 : n + 1] = mv[lo:hi]
+    out[n + 1] = 0x5D
     return out
+
+
+# The scanner copies out all it keeps, so its input can be one buffer per thread, reused: fresh
+# megabytes per slice cost page faults.
+_SCRATCH = threading.local()
+
+
+def _scratch(n: int) -> bytearray:
+    buf: bytearray | None = getattr(_SCRATCH, "buf", None)
+    if buf is None or len(buf) < n:
+        buf = _SCRATCH.buf = bytearray(n)
+    return buf
 
 
 def _decode_events(buf: Any, lo: int, hi: int) -> Events | None:
     """The slice's events: scanned into columns by the C scanner when it is built (events it
     leaves go to msgspec), else strictly typed when the strict schema takes them (see kineto_schema)."""
-    data = _wrap(buf, lo, hi)
     if native_scan.available():
-        scanned = native_scan.scan(data, 1, len(data) - 1, lambda a, b: _msgspec_events(_wrap(data, a, b)))
+        n = hi - lo + 2
+        data = _wrap(buf, lo, hi, _scratch(n))
+        scanned = native_scan.scan(data, 1, n - 1, lambda a, b: _msgspec_events(_wrap(data, a, b)))
         if scanned is not None:
             return scanned
-    return _msgspec_events(data)
+        return _msgspec_events(data[:n])  # msgspec's values may keep their input: a copy of its own
+    return _msgspec_events(_wrap(buf, lo, hi))
 
 
 def _msgspec_events(data: bytearray) -> Events | None:

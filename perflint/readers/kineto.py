@@ -157,11 +157,16 @@ class _Interner:
         return sid
 
 
-def _arr(path: str, what: str, values: list[Any], dtype: Any) -> np.ndarray:
+def _arr(path: str, what: str, values: list[Any], dtype: Any, ndim: int = 1) -> np.ndarray:
+    """A column of `values`; one that is a list (numpy would make the column two-dimensional)
+    or no number is bad input."""
     try:
-        return np.asarray(values, dtype=dtype)
+        arr = np.asarray(values, dtype=dtype)
     except (TypeError, ValueError, OverflowError):
         raise InputError(path, f"non-numeric or out-of-range value in {what}") from None
+    if values and arr.ndim != ndim:
+        raise InputError(path, f"non-numeric or out-of-range value in {what}")
+    return arr
 
 
 def build_trace_reference(path: str, events: list[Event], doc: TraceFile | None, data: bytes | None = None) -> Trace:
@@ -381,8 +386,8 @@ def build_trace_reference(path: str, events: list[Event], doc: TraceFile | None,
         dur=_arr(path, "kernel dur", g_dur, f64),
         correlation=_arr(path, "kernel correlation", g_corr, i64),
         ext_id=_arr(path, "kernel External id", g_ext, i64),
-        grid=_arr(path, "kernel grid", g_grid, i64).reshape(ng, 3),
-        block=_arr(path, "kernel block", g_block, i64).reshape(ng, 3),
+        grid=_arr(path, "kernel grid", g_grid, i64, 2).reshape(ng, 3),
+        block=_arr(path, "kernel block", g_block, i64, 2).reshape(ng, 3),
         regs=_arr(path, "registers per thread", g_regs, i32),
         shmem=_arr(path, "shared memory", g_shmem, i64),
         blocks_per_sm=_arr(path, "blocks per SM", g_bps, f64),
@@ -611,8 +616,8 @@ class ColumnBuilder:
             threads.append((str(k[0]), str(k[1])))
         return np.fromiter(map(tids.__getitem__, keys), dtype=np.int32, count=len(keys))
 
-    def _arr(self, what: str, values: list[Any], dtype: Any) -> np.ndarray:
-        return _arr(self.path, what, values, dtype)
+    def _arr(self, what: str, values: list[Any], dtype: Any, ndim: int = 1) -> np.ndarray:
+        return _arr(self.path, what, values, dtype, ndim)
 
     # -- one slice -------------------------------------------------------------------------
     def add(self, events: list[Event] | StrictSlice | NativeSlice | Parts) -> None:
@@ -737,8 +742,8 @@ class ColumnBuilder:
             dur=self._arr("kernel dur", [e.dur for e in evs], f64),
             correlation=self._arr("kernel correlation", _ints([a.correlation for a in A]), i64),
             ext_id=self._arr("kernel External id", _ext(A), i64),
-            grid=self._arr("kernel grid", _dims3([a.grid for a in A]), i64).reshape(n, 3),
-            block=self._arr("kernel block", _dims3([a.block for a in A]), i64).reshape(n, 3),
+            grid=self._arr("kernel grid", _dims3([a.grid for a in A]), i64, 2).reshape(n, 3),
+            block=self._arr("kernel block", _dims3([a.block for a in A]), i64, 2).reshape(n, 3),
             regs=self._arr("registers per thread", _ints([a.regs for a in A]), np.int32),
             shmem=self._arr("shared memory", _ints([a.shmem for a in A]), i64),
             blocks_per_sm=np.asarray(_floats([a.blocks_per_sm for a in A]), dtype=f64),
