@@ -69,7 +69,7 @@ typedef struct {
     int32_t *S[NS];
     uint8_t *U[NU];
     int64_t *offs;  /* each event's offset in the buffer; offs[n]: where the scan stopped */
-    int own;        /* the buffers are the spare ones (scan_free keeps them) */
+    int own;        /* 1 + the index of the spare buffers in use (scan_free keeps them), or 0 */
     Table strs, raws;
     PairTable pairs;
 } Scan;
@@ -940,34 +940,38 @@ static PyObject *column_bytes(void **cols, int k, Py_ssize_t n, size_t item) {
     return b;
 }
 
-/* The buffers of the last scan, kept for the next: a slice's columns are megabytes, and fresh
+/* The buffers of the last scans, kept for the next: a slice's columns are megabytes, and fresh
    memory each time costs more in page faults than the parse (the GIL is held while they move). */
-static Scan spare;
-static int spare_busy;
+#define N_SPARES 8 /* one per thread scanning at once (the reader's threads); more allocate */
+static Scan spares[N_SPARES];
+static int spare_busy[N_SPARES];
 
 static void take_spare(Scan *s) {
-    if (spare_busy) return;
-    spare_busy = 1;
-    memcpy(s->F, spare.F, sizeof(s->F));
-    memcpy(s->I, spare.I, sizeof(s->I));
-    memcpy(s->S, spare.S, sizeof(s->S));
-    memcpy(s->U, spare.U, sizeof(s->U));
-    s->offs = spare.offs;
-    s->cap = spare.cap;
-    s->strs = spare.strs;
-    s->raws = spare.raws;
-    s->pairs = spare.pairs;
+    int k = 0;
+    while (k < N_SPARES && spare_busy[k]) k++;
+    if (k == N_SPARES) return;
+    spare_busy[k] = 1;
+    Scan *spare = &spares[k];
+    memcpy(s->F, spare->F, sizeof(s->F));
+    memcpy(s->I, spare->I, sizeof(s->I));
+    memcpy(s->S, spare->S, sizeof(s->S));
+    memcpy(s->U, spare->U, sizeof(s->U));
+    s->offs = spare->offs;
+    s->cap = spare->cap;
+    s->strs = spare->strs;
+    s->raws = spare->raws;
+    s->pairs = spare->pairs;
     s->strs.len = s->raws.len = s->pairs.len = 0;
     if (s->strs.slots) memset(s->strs.slots, 0xff, sizeof(int32_t) * s->strs.nslots);
     if (s->raws.slots) memset(s->raws.slots, 0xff, sizeof(int32_t) * s->raws.nslots);
     if (s->pairs.slots) memset(s->pairs.slots, 0xff, sizeof(int32_t) * s->pairs.nslots);
-    s->own = 1;
+    s->own = k + 1;
 }
 
 static void scan_free(Scan *s) {
     if (s->own) {
-        spare = *s;
-        spare_busy = 0;
+        spares[s->own - 1] = *s;
+        spare_busy[s->own - 1] = 0;
         return;
     }
     for (int i = 0; i < NF; i++) free(s->F[i]);
