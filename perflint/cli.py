@@ -20,9 +20,20 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
 
 
+def _reader() -> str:
+    """Which Kineto reader runs: users on big traces want to know whether they have the fast one."""
+    from perflint.readers import native_scan
+
+    if native_scan.available():
+        return "Kineto reader: C scanner"
+    if native_scan._kscan is not None:
+        return "Kineto reader: Python, PERFLINT_NATIVE=0"
+    return "Kineto reader: Python, C scanner not built"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="perflint", description="Performance linter and CI gate for GPU profiler traces.")
-    parser.add_argument("--version", action="version", version=f"perflint {__version__}")
+    parser.add_argument("--version", action="version", version=f"perflint {__version__} ({_reader()})")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, module in COMMANDS.items():
