@@ -12,6 +12,17 @@ from typing import Any
 
 from perflint.errors import InputError
 
+# python-isal (Intel's ISA-L) decompresses gzip 2.5x faster than zlib with zlib's API; where it
+# has no wheel, zlib does the same work.
+try:
+    from isal import igzip as _gzip
+    from isal import isal_zlib as _zlib
+
+    ZLIB_ERRORS: tuple[type[BaseException], ...] = (zlib.error, _zlib.error)
+except ImportError:  # pragma: no cover - platforms without an isal wheel
+    _gzip, _zlib = gzip, zlib  # type: ignore[misc]
+    ZLIB_ERRORS = (zlib.error,)
+
 GZIP_MAGIC = b"\x1f\x8b"
 MMAP_MIN_BYTES = 64 << 20  # plain files above this are mapped, not read: the chunked reader releases pages
 
@@ -35,10 +46,10 @@ def read_bytes(path: str) -> bytes:
         raise InputError(path, f"cannot read file: {exc.strerror or exc}") from None
     if data[:2] == GZIP_MAGIC:
         try:
-            data = gzip.decompress(data)
+            data = _gzip.decompress(data)
         except EOFError:
             raise InputError(path, "truncated gzip stream (file ends before the compressed data does)") from None
-        except (OSError, zlib.error) as exc:
+        except (OSError, *ZLIB_ERRORS) as exc:
             raise InputError(path, f"corrupt gzip data: {exc}") from None
     if not data or data.isspace():  # not data.strip(): that copies a file ending in a newline
         raise InputError(path, "empty file")
@@ -113,7 +124,7 @@ class GzipStream:
         self.make_room: Callable[[int], bool] | None = None
         self.ok = True
         self.head = b""  # the first bytes, kept when the ring starts (the metadata before the array)
-        self._dec = zlib.decompressobj(wbits=31)
+        self._dec = _zlib.decompressobj(wbits=31)
         self._whole: bytes | bytearray | None = None
 
     def use_ring(self, capacity: int) -> bool:
@@ -145,7 +156,7 @@ class GzipStream:
                 room = min(room, self.cap - self.filled)
             try:
                 out = dec.decompress(chunk, min(GZ_STEP_BYTES, room))
-            except zlib.error:
+            except ZLIB_ERRORS:
                 self.ok = False
                 break
             if not out:
@@ -188,7 +199,7 @@ class GzipStream:
                 if dec.decompress(chunk, 1) or not (chunk or dec.eof):
                     self.ok = False  # more data than announced, or a truncated trailer
                     return False
-        except zlib.error:
+        except ZLIB_ERRORS:
             self.ok = False
             return False
         if dec.unused_data or self.fh.read(1):
