@@ -60,6 +60,20 @@ typedef struct {
     Py_ssize_t nslots;
 } PairTable;
 
+/* Keys seen lately, with their quotes, and which key followed which: Kineto writes each kind
+   of event with its keys in one order, so the next key is usually the one that came after
+   this one last time, and one memcmp recognises it without scanning the string. */
+#define KC_SLOTS 48
+#define KC_TEXT 40
+#define KC_START KC_SLOTS
+typedef struct {
+    char text[KC_SLOTS][KC_TEXT];
+    uint8_t n[KC_SLOTS];
+    int8_t id[KC_SLOTS];
+    uint8_t next[KC_SLOTS + 1]; /* the slot that followed slot i (KC_START: an object's first) */
+    int used;
+} KeyCache;
+
 typedef struct {
     const char *p, *end;
     int bad;
@@ -70,6 +84,7 @@ typedef struct {
     uint8_t *U[NU];
     int64_t *offs;  /* each event's offset in the buffer; offs[n]: where the scan stopped */
     int own;        /* 1 + the index of the spare buffers in use (scan_free keeps them), or 0 */
+    KeyCache top, args; /* kept with the spare buffers */
     Table strs, raws;
     PairTable pairs;
 } Scan;
@@ -296,6 +311,17 @@ typedef struct {
     double d;     /* the value as a double; NaN when it cannot be had exactly (caller refuses) */
 } Num;
 
+/* Eight ASCII digits (little-endian word, the first digit in the low byte) as their value:
+   pairs, then quads, then the eight, by multiplications (as in fast_float). */
+static inline uint64_t eight_digits(uint64_t w) {
+    const uint64_t mask = 0x000000FF000000FFULL;
+    const uint64_t mul1 = 0x000F424000000064ULL; /* 100 + (1000000 << 32) */
+    const uint64_t mul2 = 0x0000271000000001ULL; /* 1 + (10000 << 32) */
+    w -= 0x3030303030303030ULL;
+    w = (w * 10) + (w >> 8);
+    return (((w & mask) * mul1) + (((w >> 16) & mask) * mul2)) >> 32;
+}
+
 static const double POW10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
                                1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
@@ -313,6 +339,16 @@ static int number(Scan *s, Num *out) {
         p++;
         if (p < e && *p >= '0' && *p <= '9') { s->bad = 1; return -1; }
     } else if (*p >= '1' && *p <= '9') {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        /* eight digits at a time while they fit (timestamps have sixteen) */
+        while (digits <= 8 && e - p >= 8) {
+            uint64_t w = load8(p);
+            if (((w + 0x4646464646464646ULL) | (w - 0x3030303030303030ULL)) & 0x8080808080808080ULL) break;
+            mant = mant * 100000000ULL + eight_digits(w);
+            digits += 8;
+            p += 8;
+        }
+#endif
         while (p < e && *p >= '0' && *p <= '9') {
             if (digits < 19) mant = mant * 10 + (uint64_t)(*p - '0');
             digits++;
@@ -546,6 +582,40 @@ static int event_key(const char *k, Py_ssize_t n) {
     return E_NONE;
 }
 
+/* The next key of an object (s->p at its opening quote): its id by `lookup`, and its slot in
+   the cache (-1 when it is not cached). -2: invalid JSON; -3: an escaped key (refused). */
+static int next_key(Scan *s, KeyCache *kc, int prev, int (*lookup)(const char *, Py_ssize_t), int *id) {
+    int guess = kc->next[prev];
+    if (guess < kc->used) {
+        Py_ssize_t n = kc->n[guess];
+        if (s->end - s->p > n && memcmp(s->p, kc->text[guess], (size_t)n) == 0) {
+            s->p += n;
+            *id = kc->id[guess];
+            return guess;
+        }
+    }
+    const char *q = s->p;
+    Span k;
+    if (s->p >= s->end || *s->p != '"' || string(s, &k) < 0) { s->bad = 1; return -2; }
+    if (k.esc) return -3; /* msgspec would match the unescaped key */
+    *id = lookup(k.p, k.n);
+    Py_ssize_t n = s->p - q; /* with the quotes */
+    for (int j = 0; j < kc->used; j++) {
+        if (kc->n[j] == n && memcmp(kc->text[j], q, (size_t)n) == 0) {
+            kc->next[prev] = (uint8_t)j;
+            return j;
+        }
+    }
+    if (n >= KC_TEXT || kc->used >= KC_SLOTS) return -1;
+    int j = kc->used++;
+    memcpy(kc->text[j], q, (size_t)n);
+    kc->n[j] = (uint8_t)n;
+    kc->id[j] = (int8_t)*id;
+    kc->next[j] = KC_SLOTS; /* nothing learned yet */
+    kc->next[prev] = (uint8_t)j;
+    return j;
+}
+
 /* Phases of the strict schema's skip structs (everything but X and the instant i/I). */
 static int skip_phase(const Span *ph) {
     if (ph->esc) return 0;
@@ -677,15 +747,17 @@ static int event(Scan *s) {
     if (s->p < s->end && *s->p == '}') {
         s->p++;
     } else {
+        int prev = KC_START;
         for (;;) {
-            Span k;
-            if (s->p >= s->end || *s->p != '"' || string(s, &k) < 0) { s->bad = 1; return -1; }
-            if (k.esc) return refuse(s, start); /* msgspec would match the unescaped key */
+            int key;
+            int slot = next_key(s, &s->top, prev, event_key, &key);
+            if (slot == -2) return -1;
+            if (slot == -3) return refuse(s, start);
+            prev = slot >= 0 ? slot : KC_START;
             ws(s);
             if (s->p >= s->end || *s->p != ':') { s->bad = 1; return -1; }
             s->p++;
             ws(s);
-            int key = event_key(k.p, k.n);
             if (key != E_NONE) {
                 if (seen & (1u << key)) return refuse(s, start);
                 seen |= 1u << key;
@@ -738,15 +810,17 @@ static int event(Scan *s) {
                 s->p++;
                 ws(s);
                 if (s->p < s->end && *s->p == '}') { s->p++; break; }
+                int aprev = KC_START;
                 for (;;) {
-                    Span ak;
-                    if (s->p >= s->end || *s->p != '"' || string(s, &ak) < 0) { s->bad = 1; return -1; }
-                    if (ak.esc) return refuse(s, start);
+                    int id;
+                    int slot = next_key(s, &s->args, aprev, arg_key, &id);
+                    if (slot == -2) return -1;
+                    if (slot == -3) return refuse(s, start);
+                    aprev = slot >= 0 ? slot : KC_START;
                     ws(s);
                     if (s->p >= s->end || *s->p != ':') { s->bad = 1; return -1; }
                     s->p++;
                     ws(s);
-                    int id = arg_key(ak.p, ak.n);
                     if (id != A_NONE) {
                         if (aseen & (1u << id)) return refuse(s, start);
                         aseen |= 1u << id;
@@ -946,6 +1020,10 @@ static PyObject *column_bytes(void **cols, int k, Py_ssize_t n, size_t item) {
 static Scan spares[N_SPARES];
 static int spare_busy[N_SPARES];
 
+static void keycache_init(KeyCache *kc) {
+    if (kc->used == 0) memset(kc->next, KC_SLOTS, sizeof(kc->next));
+}
+
 static void take_spare(Scan *s) {
     int k = 0;
     while (k < N_SPARES && spare_busy[k]) k++;
@@ -961,6 +1039,8 @@ static void take_spare(Scan *s) {
     s->strs = spare->strs;
     s->raws = spare->raws;
     s->pairs = spare->pairs;
+    s->top = spare->top;
+    s->args = spare->args;
     s->strs.len = s->raws.len = s->pairs.len = 0;
     if (s->strs.slots) memset(s->strs.slots, 0xff, sizeof(int32_t) * s->strs.nslots);
     if (s->raws.slots) memset(s->raws.slots, 0xff, sizeof(int32_t) * s->raws.nslots);
@@ -1047,6 +1127,8 @@ static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args) {
     s.p = base + lo;
     s.end = base + hi;
     take_spare(&s);
+    keycache_init(&s.top);
+    keycache_init(&s.args);
     Py_ssize_t next = -1; /* after a refused event: where the next one begins (hi: none) */
     int nomem = 0;
     Py_BEGIN_ALLOW_THREADS
