@@ -26,7 +26,7 @@ def _reader() -> str:
 
     if native_scan.available():
         return "Kineto reader: C scanner"
-    if native_scan._kscan is not None:
+    if native_scan.built():
         return "Kineto reader: Python, PERFLINT_NATIVE=0"
     return "Kineto reader: Python, C scanner not built"
 

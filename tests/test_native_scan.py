@@ -25,7 +25,7 @@ from perflint.readers.source import read_bytes
 from tests.conftest import FIXTURES, TRACES
 from tests.test_perf_equivalence import assert_same_trace
 
-pytestmark = pytest.mark.skipif(native_scan._kscan is None, reason="C scanner not built (perflint/readers/_kscan.c)")
+pytestmark = pytest.mark.skipif(not native_scan.built(), reason="C scanner not built (perflint/readers/_kscan.c)")
 
 
 def _read(path: str, data: bytes, native: bool, monkeypatch: pytest.MonkeyPatch, chunk: int) -> Trace | str:

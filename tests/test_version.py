@@ -17,7 +17,7 @@ def _version(capsys: pytest.CaptureFixture[str]) -> str:
 
 
 def test_version_names_the_reader(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    built = native_scan._kscan is not None
+    built = native_scan.built()
     want = "C scanner" if built else "Python, C scanner not built"
     assert _version(capsys) == f"perflint {__version__} (Kineto reader: {want})"
     monkeypatch.setenv("PERFLINT_NATIVE", "0")

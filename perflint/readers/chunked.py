@@ -1,10 +1,11 @@
 """Decode the traceEvents array of a big trace in slices, so memory stays below the file size.
 
 The array is cut at event boundaries (`}` `,` `{`, whitespace allowed around the comma) and each
-slice is decoded as `[slice]` into event structs, turned into columns and dropped before the next.
-Slices are small (SUB_BYTES, a few thousand events: their objects are still in the CPU cache when
-the columns are read) and decoded with the strict schema first (kineto_schema.StrictEvent), the
-lenient one when it refuses. For the parallel reader, `plan_iter` cuts the array into a few big
+slice is read by the C scanner straight into columns when it is built (native_scan.py; the events
+it does not take go to msgspec), else decoded as `[slice]` into event structs, turned into
+columns and dropped before the next. msgspec's slices are small (SUB_BYTES, a few thousand
+events: their objects are still in the CPU cache when the columns are read) and decoded with the
+strict schema first (kineto_schema.StrictEvent), the lenient one when it refuses. For the parallel reader, `plan_iter` cuts the array into a few big
 slices per worker (each decoded as sub-slices by `decode_range`), also for a buffer still being
 filled (a streamed .gz).
 

@@ -37,7 +37,6 @@ from perflint.model import (
 from perflint.readers import budget, chunked
 from perflint.readers.chunked import Fallback, after, chunk_bytes, decode_range, last_slice, plan_iter, read_sliced
 from perflint.readers.fast_add import StrictMiss, add_strict
-from perflint.readers.native_scan import NativeSlice, Parts, add_native
 from perflint.readers.kineto_codes import (  # noqa: F401 (re-exported: the reader's public constants)
     C_ANN,
     C_CPR,
@@ -55,6 +54,7 @@ from perflint.readers.kineto_codes import (  # noqa: F401 (re-exported: the read
     int_or as _int_or,
 )
 from perflint.readers.kineto_schema import DECODER, DEFAULT_ARGS, STRICT_DECODER, Args, Event, StrictSlice, TraceFile
+from perflint.readers.native_scan import NativeSlice, Parts, add_native
 from perflint.readers.source import GzipStream, PendingRead, Unavailable, open_source, read_bytes
 
 MAX_DUR_US = 7 * 24 * 3600 * 1e6  # HTA drops events longer than 7 days as corrupt

@@ -1,11 +1,12 @@
 """Columns of a slice from the optional C scanner (`_kscan.c`), when it is built.
 
 The scanner reads a slice's events straight into columns: no Python object per event, which is
-where the msgspec path spends most of its time (DESIGN §9). It answers only the common case and
-returns None for anything else (see the C file); so does `scan` here for what the columns below
-do not cover (profiler ranges, the profiler's own span, a GPU event with a value the strict
-builder converts by its own rules). The msgspec path then reads that slice, so the tables are
-the same either way: tests/test_native_scan.py checks that on the corpus.
+where the msgspec path spends most of its time (DESIGN §9). It takes only what it is sure of and
+stops at any other event (see the C file); so does `scan` here at what the columns below do not
+cover (profiler ranges, the profiler's own span, a GPU event with a value the strict builder
+converts by its own rules). msgspec reads that event (or, after invalid JSON, the rest of the
+slice), and the scanner goes on after it, so the tables are the same either way:
+tests/test_native_scan.py checks that on the corpus, on generated traces and on broken JSON.
 
 PERFLINT_NATIVE=0 turns the scanner off (the pure-Python reader, as without a compiler).
 """
@@ -41,7 +42,13 @@ _NF, _NI, _NS, _NU = 5, 20, 7, 2
 PH_X, PH_MEMORY = 1, 2
 
 
+def built() -> bool:
+    """The C scanner was compiled at install."""
+    return _kscan is not None
+
+
 def available() -> bool:
+    """The C scanner is built and not turned off (PERFLINT_NATIVE=0)."""
     return _kscan is not None and os.environ.get("PERFLINT_NATIVE", "1") != "0"
 
 
@@ -51,26 +58,21 @@ class NativeSlice:
     __slots__ = ("n", "F", "I", "S", "codes", "group", "odd", "strs", "raws", "pairs")
 
     def __init__(self, n: int, F: np.ndarray, I: np.ndarray, S: np.ndarray, codes: np.ndarray, group: np.ndarray,
-                 strs: list[str], raws: list[bytes], pairs: list[tuple[Any, Any]]) -> None:  # fmt: skip
-        self.n, self.F, self.I, self.S, self.codes, self.group = n, F, I, S, codes, group
+                 odd: np.ndarray, strs: list[str], raws: list[bytes], pairs: list[tuple[Any, Any]]) -> None:  # fmt: skip
+        self.n, self.F, self.I, self.S, self.codes, self.group, self.odd = n, F, I, S, codes, group, odd
         self.strs, self.raws, self.pairs = strs, raws, pairs
-        self.odd = np.zeros(n, dtype=np.bool_)
 
     def __len__(self) -> int:
         return self.n
 
     def head(self, k: int) -> NativeSlice:
-        ns = NativeSlice(k, self.F[:, :k], self.I[:, :k], self.S[:, :k], self.codes[:k], self.group[:k], self.strs, self.raws, self.pairs)
-        ns.odd = self.odd[:k]
-        return ns
+        return NativeSlice(k, self.F[:, :k], self.I[:, :k], self.S[:, :k], self.codes[:k], self.group[:k], self.odd[:k],
+                           self.strs, self.raws, self.pairs)  # fmt: skip
 
 
 class Parts(list):  # type: ignore[type-arg]
     """A slice read in pieces, in file order: scanned columns, and the events the scanner left
     to msgspec between them (ColumnBuilder.add takes each in turn)."""
-
-    def events(self) -> int:
-        return sum(len(p) for p in self)
 
 
 # A slice with more events than this left to msgspec is decoded by it whole: each piece costs a
@@ -148,8 +150,7 @@ def _columns(data: Any, lo: int, hi: int) -> tuple[NativeSlice, np.ndarray, int]
     for c in np.unique(cats[x]).tolist():
         lut[c] = _CODES[strs[c]]
     codes = np.where(x, lut[cats], np.where(ph == PH_MEMORY, MEM_CODE, 0)).astype(I8)
-    ns = NativeSlice(n, F, I, S, codes, _GROUP[codes], strs, raws, pairs)
-    ns.odd = U[U_ODD].view(np.bool_)
+    ns = NativeSlice(n, F, I, S, codes, _GROUP[codes], U[U_ODD].view(np.bool_), strs, raws, pairs)
     return ns, np.frombuffer(ob, dtype=I64), nxt
 
 
@@ -243,4 +244,4 @@ def add_native(b: ColumnBuilder, ns: NativeSlice) -> None:
         )
 
 
-__all__ = ["MAX_PIECES", "NativeSlice", "Parts", "add_native", "available", "scan"]
+__all__ = ["MAX_PIECES", "NativeSlice", "Parts", "add_native", "available", "built", "scan"]
