@@ -3,16 +3,17 @@
    `scan(buf, lo, hi)` reads the events in buf[lo:hi] (whole events separated by commas, as the
    chunked reader cuts them) and returns, per event, the fields the strict schema
    (kineto_schema.StrictEvent) would decode, as columns, plus the slice's distinct strings,
-   raw JSON values and (pid, tid) pairs. It returns None whenever it is not certain to give
-   exactly what the msgspec path gives: invalid JSON or UTF-8, a value of a type the strict
-   schema refuses, a phase it does not know, an instant event, a duplicate or escaped key, a
-   number it cannot convert exactly. The caller then decodes the slice with msgspec as before,
-   which also words any error: this module only ever answers the common case faster.
+   raw JSON values and (pid, tid) pairs. It stops at the first event it is not certain to read
+   exactly as the msgspec path does: a value of a type the strict schema refuses, a phase it
+   does not know, a duplicate or escaped key, a number it cannot convert exactly (the event is
+   skipped whole and the caller hands just it to msgspec), or invalid JSON or UTF-8 (the caller
+   hands msgspec the rest of the slice, which also words the error). So this module only ever
+   answers the common case faster.
 
    GPU-only fields (device, stream, registers, ...) are untyped in the strict schema and have
    conversion rules of their own in fast_add.py; values those rules would convert (a string
-   stream, a float register count) set the event's ODD flag instead, and the caller takes the
-   msgspec path when a GPU event has it. */
+   stream, a float register count) set the event's ODD flag instead, and the caller hands a GPU
+   event with it to msgspec. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -725,6 +726,25 @@ static int refuse(Scan *s, const char *start) {
     return -1;
 }
 
+/* An object's next key (via the key cache) and its colon: 0 with *id set (`none` for a key not
+   read), else -1 as event() returns it. A repeated key read is refused: msgspec keeps the last. */
+static int member(Scan *s, KeyCache *kc, int *prev, int (*lookup)(const char *, Py_ssize_t), int none,
+                  unsigned *seen, int *id, const char *start) {
+    int slot = next_key(s, kc, *prev, lookup, id);
+    if (slot == -2) return -1;
+    if (slot == -3) return refuse(s, start);
+    *prev = slot >= 0 ? slot : KC_START;
+    ws(s);
+    if (s->p >= s->end || *s->p != ':') { s->bad = 1; return -1; }
+    s->p++;
+    ws(s);
+    if (*id != none) {
+        if (*seen & (1u << *id)) return refuse(s, start);
+        *seen |= 1u << *id;
+    }
+    return 0;
+}
+
 /* One event object at s->p. Returns 0 (added), -1 (s->bad: INVALID, REFUSED or NOMEM). */
 static int event(Scan *s) {
     const char *start = s->p;
@@ -750,18 +770,7 @@ static int event(Scan *s) {
         int prev = KC_START;
         for (;;) {
             int key;
-            int slot = next_key(s, &s->top, prev, event_key, &key);
-            if (slot == -2) return -1;
-            if (slot == -3) return refuse(s, start);
-            prev = slot >= 0 ? slot : KC_START;
-            ws(s);
-            if (s->p >= s->end || *s->p != ':') { s->bad = 1; return -1; }
-            s->p++;
-            ws(s);
-            if (key != E_NONE) {
-                if (seen & (1u << key)) return refuse(s, start);
-                seen |= 1u << key;
-            }
+            if (member(s, &s->top, &prev, event_key, E_NONE, &seen, &key, start) < 0) return -1;
             switch (key) {
             case E_PH: {
                 Val v;
@@ -791,9 +800,8 @@ static int event(Scan *s) {
                 if (v->kind != V_INT && v->kind != V_FLOAT) xbad = 1;
                 break;
             }
-            case E_CODE:
-                s->bad = 1;
-                return -1;
+            case E_CODE: /* the strict schema's own class key: msgspec decides */
+                return refuse(s, start);
             case E_ARGS: {
                 if (s->p >= s->end) { s->bad = 1; return -1; }
                 if (*s->p == 'n') {
@@ -813,18 +821,7 @@ static int event(Scan *s) {
                 int aprev = KC_START;
                 for (;;) {
                     int id;
-                    int slot = next_key(s, &s->args, aprev, arg_key, &id);
-                    if (slot == -2) return -1;
-                    if (slot == -3) return refuse(s, start);
-                    aprev = slot >= 0 ? slot : KC_START;
-                    ws(s);
-                    if (s->p >= s->end || *s->p != ':') { s->bad = 1; return -1; }
-                    s->p++;
-                    ws(s);
-                    if (id != A_NONE) {
-                        if (aseen & (1u << id)) return refuse(s, start);
-                        aseen |= 1u << id;
-                    }
+                    if (member(s, &s->args, &aprev, arg_key, A_NONE, &aseen, &id, start) < 0) return -1;
                     if (id == A_NONE) {
                         if (skip_value(s, 1) < 0) return -1;
                     } else if (id == A_DIMS || id == A_TYPES) {
