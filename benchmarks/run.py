@@ -617,6 +617,9 @@ def write_report(b: Bench, out: Path, meta: dict) -> list[tuple[str, str, str, s
     hs = meta["hta_ratio_size"]
     v = div(wall(f"hta@{hs}"), wall(f"check@{hs}"))
     rows.append((f"HTA / perflint check, {hs} MB", _f(v, ".1f"), "≥ 30", verdict(v, 30, False)))
+    v = div(wall(f"hta@{hs}"), wall(f"summary@{hs}"))
+    rows.append((f"context, not a target: HTA / perflint summary, {hs} MB (summary computes HTA's temporal "
+                 "breakdown and the rest of the summary, without the rules)", _f(v, ".1f"), "-", "-"))
     big, small = sizes[-1], sizes[0]
     rc = R.get(f"check@{big}")
     v = div(rc.rss_mb, rc.file_bytes / MB) if rc and rc.ok else None
