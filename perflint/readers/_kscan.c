@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,7 @@ typedef struct {
 typedef struct {
     int8_t pk, tk;  /* 0 none, 1 int, 2 str */
     int64_t pv, tv; /* the int, or the string's local id */
+    uint64_t h;
 } Pair;
 
 typedef struct {
@@ -122,20 +124,29 @@ static uint64_t hash_bytes(const char *s, Py_ssize_t n) {
     return h;
 }
 
-static int table_grow(Table *t) {
-    Py_ssize_t ns = t->nslots ? t->nslots * 2 : 256;
-    int32_t *slots = (int32_t *)malloc(sizeof(int32_t) * ns);
-    if (!slots) return -1;
-    memset(slots, 0xff, sizeof(int32_t) * ns);
-    for (Py_ssize_t i = 0; i < t->len; i++) {
-        Py_ssize_t j = (Py_ssize_t)(t->items[i].h & (uint64_t)(ns - 1));
-        while (slots[j] >= 0) j = (j + 1) & (ns - 1);
-        slots[j] = (int32_t)i;
+/* Twice the slots (at least `first`), the items [0, len) placed again by their hashes (the
+   uint64_t at `hoff` in each item, items `stride` bytes apart). Both tables below use it. */
+static int slots_grow(int32_t **slots, Py_ssize_t *nslots, Py_ssize_t first, const void *items, size_t stride,
+                      size_t hoff, Py_ssize_t len) {
+    Py_ssize_t ns = *nslots ? *nslots * 2 : first;
+    int32_t *grown = (int32_t *)malloc(sizeof(int32_t) * ns);
+    if (!grown) return -1;
+    memset(grown, 0xff, sizeof(int32_t) * ns);
+    for (Py_ssize_t i = 0; i < len; i++) {
+        uint64_t h;
+        memcpy(&h, (const char *)items + (size_t)i * stride + hoff, sizeof(h));
+        Py_ssize_t j = (Py_ssize_t)(h & (uint64_t)(ns - 1));
+        while (grown[j] >= 0) j = (j + 1) & (ns - 1);
+        grown[j] = (int32_t)i;
     }
-    free(t->slots);
-    t->slots = slots;
-    t->nslots = ns;
+    free(*slots);
+    *slots = grown;
+    *nslots = ns;
     return 0;
+}
+
+static int table_grow(Table *t) {
+    return slots_grow(&t->slots, &t->nslots, 256, t->items, sizeof(Span), offsetof(Span, h), t->len);
 }
 
 /* The local id of a span (added when new); -1 on allocation failure. */
@@ -176,30 +187,18 @@ static uint64_t hash_pair(const Pair *q) {
 }
 
 static int pairs_grow(PairTable *t) {
-    Py_ssize_t ns = t->nslots ? t->nslots * 2 : 64;
-    int32_t *slots = (int32_t *)malloc(sizeof(int32_t) * ns);
-    if (!slots) return -1;
-    memset(slots, 0xff, sizeof(int32_t) * ns);
-    for (Py_ssize_t i = 0; i < t->len; i++) {
-        Py_ssize_t j = (Py_ssize_t)(hash_pair(&t->items[i]) & (uint64_t)(ns - 1));
-        while (slots[j] >= 0) j = (j + 1) & (ns - 1);
-        slots[j] = (int32_t)i;
-    }
-    free(t->slots);
-    t->slots = slots;
-    t->nslots = ns;
-    return 0;
+    return slots_grow(&t->slots, &t->nslots, 64, t->items, sizeof(Pair), offsetof(Pair, h), t->len);
 }
 
-static int32_t pair_id(PairTable *t, const Pair *q) {
+static int32_t pair_id(PairTable *t, Pair *q) {
     if ((t->len + 1) * 2 > t->nslots && pairs_grow(t) < 0) return -1;
-    uint64_t h = hash_pair(q);
+    uint64_t h = q->h = hash_pair(q);
     Py_ssize_t j = (Py_ssize_t)(h & (uint64_t)(t->nslots - 1));
     for (;;) {
         int32_t k = t->slots[j];
         if (k < 0) break;
         Pair *s = &t->items[k];
-        if (s->pk == q->pk && s->tk == q->tk && s->pv == q->pv && s->tv == q->tv) return k;
+        if (s->h == h && s->pk == q->pk && s->tk == q->tk && s->pv == q->pv && s->tv == q->tv) return k;
         j = (j + 1) & (t->nslots - 1);
     }
     if (t->len == t->cap) {
