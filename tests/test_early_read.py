@@ -5,8 +5,10 @@ run with one line and exit 2, leaving no workers."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import multiprocessing
+import threading
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,7 @@ from perflint.cli import main
 from perflint.graph.build import link
 from perflint import pipeline
 from perflint.pipeline import Prepared
-from perflint.readers import kineto, start_read
+from perflint.readers import kineto, source, start_read
 from perflint.readers.source import read_bytes
 from tests.conftest import shared_trace
 from tests.test_perf_equivalence import _reference, assert_same_trace
@@ -31,6 +33,67 @@ def big(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("PERFLINT_CHUNK_BYTES", str(1 << 20))
     monkeypatch.setattr(kineto, "READ_WORKERS", 2)
     return path
+
+
+@pytest.fixture
+def big_gz(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The same trace gzipped, streamed (as a big .gz is) through a ring to two workers."""
+    path = tmp_path / "rank0.json.gz"
+    path.write_bytes(gzip.compress(read_bytes(shared_trace(SRC)), 1))
+    monkeypatch.setattr(source, "GZ_STREAM_MIN_BYTES", 1 << 20)
+    monkeypatch.setenv("PERFLINT_CHUNK_BYTES", str(1 << 20))
+    monkeypatch.setattr(kineto, "READ_WORKERS", 2)
+    return path
+
+
+def _gunzip_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "perflint-gunzip"]
+
+
+def test_gz_decompresses_and_decodes_before_the_result_is_asked(big_gz: Path) -> None:
+    """A .gz is decompressed by a thread (slices handed to the workers as they come) from
+    `start_read` on, not from `result()`: the rules load meanwhile."""
+    pending = start_read(str(big_gz))
+    try:
+        assert pending.started
+        assert len(multiprocessing.active_children()) == 2
+        (thread,) = _gunzip_threads()
+        thread.join(timeout=120)
+        assert not thread.is_alive()  # the whole read done, nobody asked
+        got = pending.result()
+    finally:
+        pending.cancel()
+    assert multiprocessing.active_children() == [] and _gunzip_threads() == []
+    assert_same_trace(_reference(str(big_gz), read_bytes(str(big_gz))), got)
+
+
+def test_abandoned_gz_read_stops_its_thread_and_workers(big_gz: Path) -> None:
+    pending = start_read(str(big_gz))
+    assert pending.started and _gunzip_threads()
+    pending.cancel()
+    assert not pending.started and multiprocessing.active_children() == [] and _gunzip_threads() == []
+    with pytest.raises(RuntimeError):
+        pending.result()
+
+
+def test_bad_config_during_a_gz_read(big_gz: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "perflint.yaml"
+    cfg.write_text("fail-on: sometimes\n")
+    assert main(["check", str(big_gz), "--config", str(cfg)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(cfg) in err[0], err
+    assert multiprocessing.active_children() == [] and _gunzip_threads() == []
+
+
+def test_gz_report_identical_to_the_plain_file(big: Path, big_gz: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def check(path: Path) -> dict[str, object]:
+        assert main(["check", str(path), "--format", "json", "--fail-on", "never"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        doc.pop("generated_at", None)
+        return doc
+
+    text = json.dumps(check(big_gz)).replace("rank0.json.gz", "rank0.json")
+    assert json.loads(text) == check(big)
 
 
 def test_read_begins_in_workers_and_gives_the_same_trace(big: Path) -> None:

@@ -10,6 +10,7 @@ import dataclasses
 import gc
 import os
 import re
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -1104,8 +1105,9 @@ class _ParallelRead:
 
     For a plain buffer every slice is submitted by `_start_parallel`, so the workers decode while
     the caller does other work (loading the rules) before it calls `finish`. A GzipStream is
-    decompressed by `finish` itself: each slice is handed out as soon as it is decompressed, into a
-    ring that holds a few slices per worker (a slice is merged before its bytes are reused)."""
+    decompressed as its slices are handed out, into a ring that holds a few slices per worker (a
+    slice is merged before its bytes are reused); `begin` has a thread do that while the caller
+    loads its rules (the decompressor releases the GIL), else `finish` does it."""
 
     def __init__(self, path: str, data: Any, n: int, start: int, cuts: Any, pool: Any) -> None:
         self.path, self.data, self.n, self.start, self.cuts, self.pool = path, data, n, start, cuts, pool
@@ -1114,6 +1116,37 @@ class _ParallelRead:
         self.pending: list[tuple[int, int, Any]] = []
         self.next_pos = start + 1  # where the slice being cut (or the last one) begins
         self.work_buf = _WORK_BUF  # restored when the read ends (a read may run inside another's window)
+        self.thread: threading.Thread | None = None
+        self.outcome: tuple[Trace | None, BaseException | None] = (None, None)  # the thread's
+        self.stop = False  # set by `cancel`: the thread hands out no more slices
+        self.gc_was_enabled = False
+
+    def begin(self) -> None:
+        """A stream's read carried on by a thread from now on. Its first slice is submitted here:
+        the workers are forked by the caller's thread, never while another thread may hold an
+        import lock."""
+        stream = self.stream
+        assert stream is not None
+        self.gc_was_enabled = gc.isenabled()
+        gc.disable()  # for the whole read: `_read` enables it again
+        stream.floor, stream.make_room = self.next_pos, self._make_room
+        first = next(self.cuts, None)
+        if first is not None:
+            self.submit(*first)
+        self.thread = threading.Thread(target=self._background, name="perflint-gunzip", daemon=True)
+        self.thread.start()
+
+    def _background(self) -> None:
+        try:
+            self.outcome = (_finished(self), None)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread by `finish`
+            self.outcome = (None, exc)
+
+    def cancel(self) -> None:
+        if self.thread is not None:
+            self.stop = True
+            self.thread.join()
+        self.close()
 
     def submit(self, lo: int, hi: int) -> None:
         global _WORK_BUF
@@ -1148,14 +1181,23 @@ class _ParallelRead:
 
     def finish(self) -> Trace | None:
         """The trace; None when the slicing failed (the caller reads the file another way)."""
+        thread = self.thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+            trace, exc = self.outcome
+            if exc is not None:
+                raise exc
+            return trace
         stream, data = self.stream, self.data
-        if stream is not None:
+        if stream is not None and thread is None:
             stream.floor, stream.make_room = self.next_pos, self._make_room
         was_enabled = gc.isenabled()
         gc.disable()
         try:
             try:
                 for lo, hi in self.cuts:
+                    if self.stop:
+                        raise Fallback
                     self.submit(lo, hi)
                     while self.pending and self.pending[0][2].done():
                         self._merge_first()
@@ -1302,7 +1344,27 @@ def start_kineto(path: str, data: Any = None) -> PendingRead:
         finally:
             if was_enabled:
                 gc.enable()
-    return PendingRead(lambda: _read(path, data, plan, job), job.close if job is not None else None)
+    elif stream is not None and not _reference():
+        job = _begin_stream(path, stream, size, plan.workers)
+    return PendingRead(lambda: _read(path, data, plan, job), job.cancel if job is not None else None)
+
+
+def _begin_stream(path: str, stream: GzipStream, size: int, workers: int) -> _ParallelRead | None:
+    """A big .gz: its decompression and the decoding of its slices under way in the background
+    (see _ParallelRead.begin); None: `_read` reads it in the caller's time."""
+    was_enabled = gc.isenabled()
+    job = None
+    try:
+        job = _start_parallel(path, stream, size, workers)
+        if job is not None:
+            job.begin()
+    except (Fallback, Unavailable, OSError, RuntimeError, AssertionError):
+        if job is not None:
+            job.cancel()
+        if was_enabled:
+            gc.enable()
+        return None
+    return job
 
 
 def _read(path: str, data: Any, plan: budget.Plan, job: _ParallelRead | None) -> Trace:
@@ -1314,10 +1376,15 @@ def _read(path: str, data: Any, plan: budget.Plan, job: _ParallelRead | None) ->
     try:
         trace = None
         if stream is not None:  # a big .gz: slices decoded while the rest is decompressed
-            trace = None if _reference() else _read_parallel(path, stream, size, plan.workers)
+            if job is not None:
+                was_enabled = was_enabled or job.gc_was_enabled  # `begin` turned it off
+                trace = _finished(job)
+            elif not _reference():
+                trace = _read_parallel(path, stream, size, plan.workers)
             if trace is not None:
                 return _noted(trace, plan.note)
             data = stream.complete()
+            job = None
         if _reference():
             whole = data if isinstance(data, bytes) else bytes(data)
             events, doc = decode(path, whole)
