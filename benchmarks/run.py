@@ -33,6 +33,7 @@ import gzip
 import json
 import os
 import platform
+import re
 import shlex
 import shutil
 import signal
@@ -493,6 +494,42 @@ class Bench:
 _SPIN = "import time\nt=time.perf_counter()\nx=0\nfor i in range(6_000_000): x+=i*i\nprint(time.perf_counter()-t)"
 
 
+# perflint's own per-trace work (read + check with the built-in pack) over the rank files, in one
+# warm interpreter: all files in this process, then half each in two forked processes. Unlike the
+# pure-Python loop above it moves memory (a 20 MB file is read, scanned and turned into columns),
+# so it also shows what the two vCPUs' shared cache and memory cost; nothing of the CLI (start-up,
+# rule loading, the pool, pickled results) is in it: the ceiling for --jobs 2 on these files.
+_WORK = """import os, sys, time, statistics
+from perflint.config import Config, select_rules
+from perflint.engine.loader import load_rules
+from perflint.engine.run import check_trace
+from perflint.graph.load import load_trace
+active = select_rules(load_rules([]), Config(), None, None, None)
+files = sys.argv[1:]
+def work(fs):
+    for f in fs:
+        check_trace(load_trace(f), active)
+work(files[:2])
+ratios = []
+for _ in range(3):
+    t = time.perf_counter(); work(files); one = time.perf_counter() - t
+    t = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        work(files[1::2]); os._exit(0)
+    work(files[0::2]); os.waitpid(pid, 0); two = time.perf_counter() - t
+    ratios.append(one / two)
+print("RATIO=%.4f" % statistics.median(ratios))
+"""
+
+
+def work_scaling(py: str, files: list[Path], env: dict[str, str]) -> float | None:
+    """`_WORK`'s speedup (one process over two), median of 3; None if it failed."""
+    r = subprocess.run([py, "-c", _WORK, *map(str, files)], capture_output=True, text=True, env=env, cwd=REPO)
+    m = re.search(r"RATIO=([0-9.]+)", r.stdout)
+    return float(m.group(1)) if r.returncode == 0 and m else None
+
+
 def cpu_scaling(py: str, repeats: int = 3) -> float:
     """Throughput of two concurrent CPU-bound Python processes over one, median of `repeats`:
     2 * t(one alone) / t(two at once). 2.0 on two independent cores; less where the vCPUs share a
@@ -645,6 +682,9 @@ def write_report(b: Bench, out: Path, meta: dict) -> list[tuple[str, str, str, s
                  verdict(v, 1.7, False)))
     rows.append(("context, not a target: 2 processes / 1 process throughput of a pure-Python loop "
                  "(this machine's ceiling for the speedup above)", _f(meta.get("cpu_scaling")), "-", "-"))
+    rows.append(("context, not a target: 2 forked processes / 1 process on perflint's own per-trace work "
+                 "(read + check of the same rank files in one warm interpreter: no start-up, rule loading "
+                 "or pool; the shared cache and memory included)", _f(meta.get("work_scaling")), "-", "-"))
     ident = meta.get("jobs_identical")
     rows.append(("--jobs 2 output byte-identical to --jobs 1", ident or "n/a", "yes",
                  "n/a" if ident is None else ("PASS" if ident == "yes" else "FAIL")))
@@ -881,6 +921,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     scaling = cpu_scaling(py)
     log(f"  two CPU-bound Python processes run at {scaling:.2f}x the throughput of one "
         "(the ceiling for any --jobs 2 speedup on this machine)")
+    wscaling = work_scaling(py, sorted(rank_dir.glob("*.json")), b.env)
+    log(f"  perflint's per-trace work in two forked processes: {_f(wscaling)}x one")
     ident: str | None = None
     if b.results["jobs1"].ok and b.results["jobs2"].ok:
         o1 = (b.logs / "jobs1.0.out").read_bytes()
@@ -918,6 +960,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "ranks": a.ranks,
         "jobs_identical": ident,
         "cpu_scaling": scaling,
+        "work_scaling": wscaling,
         "machine": machine_info(),
         "versions": versions,
         "perflint_version": perflint_version(py, b.env),

@@ -76,7 +76,7 @@ def execute(args: argparse.Namespace, cfg: Config, prepared: Prepared | None = N
     from perflint.commands.baseline_io import apply_accepted, load_accepted, load_baseline
     from perflint.config import apply_suppressions, select_rules
     from perflint.engine.loader import load_rules
-    from perflint.engine.run import check_run
+    from perflint.engine.run import check_run, portable
     from perflint.findings import RunResult
 
     rules = load_rules(cfg.rule_dirs + list(args.rule_dir))
@@ -89,7 +89,7 @@ def execute(args: argparse.Namespace, cfg: Config, prepared: Prepared | None = N
     )
     fn = functools.partial(
         _check_one,
-        active=active,
+        active=portable(active),
         include_edge_steps=include_edges,
         baseline=baseline,
         allow_mismatch=args.allow_device_mismatch,

@@ -6,27 +6,38 @@ import hashlib
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perflint.engine.expr import compile_expr
-from perflint.engine.rule import Rule
+from perflint.engine.rule_core import RuleCore
 from perflint.errors import InputError
 from perflint.facts import RUN_SOURCES, SOURCES, Context, Row, load_all, missing, rows
 from perflint.findings import Finding, RuleStatus, TraceResult
 from perflint.metrics.summary import summarize
 from perflint.model import Trace
 
+if TYPE_CHECKING:
+    from perflint.engine.rule import Rule
+
+
 @dataclass
 class ActiveRule:
-    """A rule as configured for this run: effective severity and params."""
+    """A rule as configured for this run: effective severity and params. `rule` is the rule
+    model, or its RuleCore in the per-trace work (`portable`)."""
 
-    rule: Rule
+    rule: Rule | RuleCore
     severity: str
     params: dict[str, Any] = field(default_factory=dict)
 
     @property
     def code(self) -> str:
         return self.rule.code
+
+
+def portable(active: list[ActiveRule]) -> list[ActiveRule]:
+    """`active` for the per-trace work: the same rules as RuleCores, which unpickle in a worker
+    process without pydantic."""
+    return [ActiveRule(RuleCore.of(ar.rule), ar.severity, ar.params) for ar in active]
 
 
 class _Fmt(string.Formatter):
