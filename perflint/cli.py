@@ -63,7 +63,11 @@ def entry_point() -> None:
     interpreter (freeing every column, string and cached row one by one) costs more than the
     parse on big traces (DESIGN §9). `main()` itself never does this, so tests and embedders
     keep a normal interpreter."""
-    code = main()
+    try:
+        code = main()
+    except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback (the workers stop with the pools)
+        print("perflint: interrupted", file=sys.stderr)
+        code = 130
     try:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -23,3 +23,18 @@ def test_version_names_the_reader(capsys: pytest.CaptureFixture[str], monkeypatc
     monkeypatch.setenv("PERFLINT_NATIVE", "0")
     off = "Python, PERFLINT_NATIVE=0" if built else "Python, C scanner not built"
     assert _version(capsys) == f"perflint {__version__} (Kineto reader: {off})"
+
+
+def test_ctrl_c_is_one_line_and_exit_130(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The console script turns an interrupt into one line and 130 (128 + SIGINT), no traceback."""
+    from perflint import cli
+
+    def interrupted(argv: object = None) -> int:
+        raise KeyboardInterrupt
+
+    codes: list[int] = []
+    monkeypatch.setattr(cli, "main", interrupted)
+    monkeypatch.setattr(cli.os, "_exit", codes.append)
+    cli.entry_point()
+    assert codes == [130]
+    assert capsys.readouterr().err == "perflint: interrupted\n"
