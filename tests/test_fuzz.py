@@ -89,8 +89,10 @@ WEIRD_VALUES = st.one_of(
     st.text(max_size=8),
     st.sampled_from(["X", "i", "kernel", "cpu_op", "cuda_runtime", "[memory]", "ProfilerStep#x", "stream 7", ""]),
     st.lists(st.integers(min_value=-(2**40), max_value=2**40), max_size=4),
-    st.just({}),
-    st.just([[1, 2], "a", None]),
+    # fresh objects each time: a shared one (st.just) is mutated by later actions, and can end
+    # up inside itself (an args dict set to the args dict), which json.dumps refuses
+    st.builds(dict),
+    st.builds(lambda: [[1, 2], "a", None]),
 )
 EVENT_KEYS = ["ph", "cat", "name", "pid", "tid", "ts", "dur", "args", "id", "bp", "s"]
 ARG_KEYS = [

@@ -412,6 +412,24 @@ def test_gzip_stream_bad_or_odd(case: str, tmp_path: Path, streamed: None, monke
         assert_same_trace(want, got)
 
 
+@pytest.mark.parametrize("announced", [2**32 - 1, 3 << 30])
+def test_gzip_trailer_beyond_deflate_is_not_streamed(announced: int, tmp_path: Path, streamed: None) -> None:
+    """A damaged trailer announcing more than deflate can expand the file to (about 1032x) is
+    not trusted: no stream (which would reserve the announced gigabytes), the one-line error."""
+    gz = gzip.compress(_big())
+    p = tmp_path / "t.json.gz"
+    p.write_bytes(gz[:-4] + announced.to_bytes(4, "little"))
+    got = _read_gz(p)
+    assert isinstance(got, str) and "corrupt gzip data" in got, got
+    ok = tmp_path / "ok.json.gz"
+    ok.write_bytes(gz)
+    stream = source.open_source(str(ok))
+    assert isinstance(stream, source.GzipStream)  # the same file, its trailer intact, streams
+    stream.close()
+    with pytest.raises(InputError, match="corrupt gzip data"):
+        source.open_source(str(p))
+
+
 def test_gzip_ring_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Absolute offsets read back through the ring, across its wrap point."""
     monkeypatch.setattr(source, "GZ_STREAM_MIN_BYTES", 1)

@@ -19,7 +19,7 @@ from perflint.facts._optree import on_chain, op_infos
 from perflint.facts._group import Groups, dense_ids, id_table, labels, present_ids
 from perflint.facts.launch import runtime_in_window, window_span_us
 from perflint.graph.build import runtime_source
-from perflint.graph.ids import isin_ids
+from perflint.graph.ids import distinct, isin_ids
 from perflint.metrics.steps import step_of
 from perflint.model import MEMCPY, NONE, OP_CPU, Trace
 
@@ -78,7 +78,7 @@ def _runtime_inside(t: Trace, cand: np.ndarray) -> np.ndarray:
     CPU-only profile of a GPU program cannot tell the two apart."""
     rt, ops = t.runtime, t.ops
     keep = np.zeros(len(cand), dtype=bool)
-    for th in np.unique(ops.thread[cand]).tolist():
+    for th in distinct(ops.thread[cand]):
         mine = np.flatnonzero(ops.thread[cand] == th)
         ts = np.sort(rt.ts[rt.thread == th])
         if not len(ts):

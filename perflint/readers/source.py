@@ -294,6 +294,7 @@ class GzipStream:
 
 
 GZ_STREAM_MIN_BYTES = 64 << 20  # uncompressed size (the gzip trailer's) from which a .gz is streamed
+MAX_DEFLATE_RATIO = 1032  # deflate cannot expand data more than about 1032 times
 GZ_READ_BYTES = 256 << 10
 GZ_STEP_BYTES = 4 << 20
 GZ_HEAD_BYTES = 2 << 20  # decompressed before the reader picks ring or private buffer
@@ -306,8 +307,9 @@ def _gzip_stream(path: str, fh: Any, st: os.stat_result) -> GzipStream | None:
         return None
     fh.seek(-4, os.SEEK_END)
     size = int.from_bytes(fh.read(4), "little")
-    # Plausible: big, and not smaller than the compressed file (JSON compresses 5-20x).
-    if size < GZ_STREAM_MIN_BYTES or size < st.st_size:
+    # Plausible: big, not smaller than the compressed file (JSON compresses 5-20x), and not more
+    # than deflate can expand it: a damaged trailer must not make the stream reserve gigabytes.
+    if size < GZ_STREAM_MIN_BYTES or size < st.st_size or size > MAX_DEFLATE_RATIO * st.st_size:
         return None
     fh.seek(0)
     return GzipStream(path, fh, size)
