@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import gzip
+import os
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -428,6 +429,34 @@ def test_gzip_trailer_beyond_deflate_is_not_streamed(announced: int, tmp_path: P
     stream.close()
     with pytest.raises(InputError, match="corrupt gzip data"):
         source.open_source(str(p))
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="reads the resident size from /proc")
+def test_gzip_private_buffer_costs_what_is_written(tmp_path: Path) -> None:
+    """A truncated .gz has no trailer: its last four bytes are data, announcing any size up to
+    4 GB (within deflate's 1032x, it is believed). Reading it whole must not zero that much
+    memory before the data runs out."""
+    announced = 512 << 20
+    body = gzip.compress(os.urandom(1_000_000), 1)  # incompressible: 1032x its size exceeds `announced`
+    p = tmp_path / "cut.json.gz"
+    p.write_bytes(body[: len(body) * 3 // 4] + announced.to_bytes(4, "little"))
+    stream = source.open_source(str(p))
+    assert isinstance(stream, source.GzipStream) and stream.size == announced
+    try:
+        before = _rss()
+        stream.fill(stream.cap + 1)  # past the head buffer: the whole-content buffer is made
+        assert stream.cap == announced
+        assert _rss() - before < announced // 4
+        assert not stream.finish()  # and the data ends early
+    finally:
+        stream.close()
+    with pytest.raises(InputError, match="truncated|corrupt"):
+        source.read_bytes(str(p))
 
 
 def test_gzip_ring_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -183,8 +183,14 @@ class GzipStream:
             self.buf[: len(out) - k] = out[k:]
 
     def _go_private(self) -> None:
-        """The whole content in one private buffer (no ring: `complete`, or a small trailer)."""
-        buf = bytearray(self.size)
+        """The whole content in one private buffer (no ring: `complete`, or a small trailer). An
+        anonymous map, whose pages are zeroed as they are first written: the size comes from the
+        trailer, which a truncated file does not have (its last four bytes are data, announcing
+        up to 4 GB), and bytearray(size) would zero all of it before the read finds the end."""
+        try:
+            buf: Any = mmap.mmap(-1, self.size, flags=mmap.MAP_PRIVATE | getattr(mmap, "MAP_NORESERVE", 0))
+        except (OSError, ValueError, TypeError, AttributeError):  # no anonymous private maps (Windows)
+            buf = bytearray(self.size)
         buf[: self.filled] = self.buf[: self.filled]
         self.buf, self.cap = buf, self.size
 
