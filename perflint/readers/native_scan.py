@@ -138,8 +138,8 @@ def _first_refused(ns: NativeSlice) -> int:
 
 
 def _distinct(col: np.ndarray, n: int) -> list[int]:
-    """np.unique(col).tolist() for ids of a slice's table (-1 to n - 1), by a presence table: the first call
-    of a plain np.unique imports numpy.ma (~25 ms), once in every worker process."""
+    """np.unique(col).tolist() for ids of a slice's table (-1 to n - 1), by a presence table:
+    the first call of a plain np.unique imports numpy.ma (~25 ms), once in every worker."""
     if len(col) == 0:
         return []
     if int(col.min()) < -1 or int(col.max()) >= n:  # not ids after all: the general way
