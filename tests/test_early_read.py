@@ -76,15 +76,6 @@ def test_abandoned_gz_read_stops_its_thread_and_workers(big_gz: Path) -> None:
         pending.result()
 
 
-def test_bad_config_during_a_gz_read(big_gz: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    cfg = tmp_path / "perflint.yaml"
-    cfg.write_text("fail-on: sometimes\n")
-    assert main(["check", str(big_gz), "--config", str(cfg)]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and str(cfg) in err[0], err
-    assert multiprocessing.active_children() == [] and _gunzip_threads() == []
-
-
 def test_gz_report_identical_to_the_plain_file(big: Path, big_gz: Path, capsys: pytest.CaptureFixture[str]) -> None:
     def check(path: Path) -> dict[str, object]:
         assert main(["check", str(path), "--format", "json", "--fail-on", "never"]) == 0
@@ -118,13 +109,17 @@ def test_abandoned_read_stops_its_workers(big: Path) -> None:
         pending.result()
 
 
-def test_bad_config_during_the_read(big: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("trace", ["big", "big_gz"])
+def test_bad_config_during_the_read(
+    trace: str, request: pytest.FixtureRequest, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path: Path = request.getfixturevalue(trace)
     cfg = tmp_path / "perflint.yaml"
     cfg.write_text("fail-on: sometimes\n")
-    assert main(["check", str(big), "--config", str(cfg)]) == 2
+    assert main(["check", str(path), "--config", str(cfg)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(cfg) in err[0], err
-    assert multiprocessing.active_children() == []
+    assert multiprocessing.active_children() == [] and _gunzip_threads() == []
 
 
 def test_errors_surface_when_the_result_is_asked(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ PKG = Path(__file__).resolve().parent.parent / "perflint"
 LAYER = {
     "errors": 0,
     "model": 0,
+    "ids": 0,
     "plugins": 0,
     "readers": 1,
     "graph": 2,

@@ -1,6 +1,6 @@
 """A plain np.unique (no return_* flag) imports numpy.ma on its first call in numpy 2.x (~25 ms,
 more than reading a 20 MB rank): paid once per process, so once per worker. The read and check
-paths use presence tables (native_scan._distinct, graph.ids.distinct) instead."""
+paths use presence tables (perflint.ids.distinct) instead."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from perflint.engine.loader import load_rules
 from perflint.engine.run import check_trace, portable
 from perflint.graph.load import load_trace
 from perflint.readers import native_scan
-from perflint.readers.native_scan import _distinct
+from perflint.ids import distinct
 from tests.conftest import shared_trace
 
 
@@ -23,9 +23,9 @@ def test_distinct_is_np_unique(seed: int) -> None:
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 500))
     col = rng.integers(-1, n, size=int(rng.integers(0, 2000))).astype(np.int32)
-    assert _distinct(col, n) == np.unique(col).tolist()
-    wild = np.array([-7, 3, 10_000, 3], dtype=np.int32)  # not ids of an n-table: the general way
-    assert _distinct(wild, n) == [-7, 3, 10_000]
+    assert distinct(col) == np.unique(col).tolist()
+    sparse = np.array([-7, 3, 10_000_000, 3], dtype=np.int32)  # no presence table: the general way
+    assert distinct(sparse) == [-7, 3, 10_000_000]
 
 
 @pytest.mark.parametrize("native", ["1", "0"])

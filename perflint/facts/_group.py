@@ -14,7 +14,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from perflint.graph.ids import unique_inverse  # noqa: F401  (re-exported)
+from perflint.ids import unique_inverse  # noqa: F401  (re-exported)
 from perflint.metrics.stats import np_median
 
 K = TypeVar("K", bound=Hashable)

@@ -13,7 +13,7 @@ import numpy as np
 
 from perflint.facts import Context
 from perflint.facts._group import factorize, present_ids, unique_inverse
-from perflint.graph.ids import isin_ids
+from perflint.ids import isin_ids
 from perflint.metrics.dtypes import op_dtype
 from perflint.model import NONE, OP_CPU, Trace
 

@@ -14,7 +14,7 @@ import numpy as np
 from perflint import __version__
 from perflint.facts import Context
 from perflint.facts._common import kernel_op, op_info
-from perflint.graph.ids import isin_ids
+from perflint.ids import isin_ids
 from perflint.metrics.intervals import clip_length, merge
 from perflint.metrics.kernels import CATEGORIES, SYNC_CATEGORY, classify
 from perflint.metrics.steps import launch_ts, step_of

@@ -19,7 +19,7 @@ import numpy as np
 from perflint.facts import Context, Row, capability, enricher
 from perflint.facts._group import present_ids
 from perflint.facts._spans import EMPTY, Spans, length, overlap, spans, step_windows, union
-from perflint.graph.ids import isin_ids
+from perflint.ids import isin_ids
 from perflint.metrics.stats import np_median
 from perflint.model import GPU_SYNC, Trace
 

@@ -20,7 +20,7 @@ from perflint.facts._common import kernel_op, op_info, op_infos, window_mask
 from perflint.facts._group import Groups, dense_ids, labels, present_ids
 from perflint.facts.launch import window_span_us
 from perflint.graph.build import runtime_source
-from perflint.graph.ids import isin_ids
+from perflint.ids import isin_ids
 from perflint.metrics.intervals import merge
 from perflint.metrics.steps import step_of
 from perflint.model import KERNEL, MEMCPY, NONE, Trace

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from perflint.facts import Context, Row, capability, enricher, fact
-from perflint.graph.ids import distinct
+from perflint.ids import distinct
 from perflint.model import Trace
 
 CUDA = 1  # c10::DeviceType::CUDA

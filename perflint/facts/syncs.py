@@ -19,7 +19,7 @@ from perflint.facts._optree import on_chain, op_infos
 from perflint.facts._group import Groups, dense_ids, id_table, labels, present_ids
 from perflint.facts.launch import runtime_in_window, window_span_us
 from perflint.graph.build import runtime_source
-from perflint.graph.ids import distinct, isin_ids
+from perflint.ids import distinct, isin_ids
 from perflint.metrics.steps import step_of
 from perflint.model import MEMCPY, NONE, OP_CPU, Trace
 

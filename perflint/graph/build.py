@@ -16,7 +16,7 @@ from typing import Callable, TypeVar
 
 import numpy as np
 
-from perflint.graph.ids import distinct, isin_ids
+from perflint.ids import distinct, isin_ids
 from perflint.graph.intervals import enclosing, nest
 from perflint.model import NONE, OP_CPU, Step, Trace
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from perflint.graph.ids import distinct
+from perflint.ids import distinct
 from perflint.model import NONE
 
 

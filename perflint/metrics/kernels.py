@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perflint.graph.ids import unique_inverse
+from perflint.ids import unique_inverse
 from perflint.model import GPU_SYNC, KERNEL, MEMCPY, MEMSET, Trace
 
 CATEGORIES = (

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from perflint.graph.build import top_ops, top_ops_of
-from perflint.graph.ids import unique_inverse
+from perflint.ids import unique_inverse
 from perflint.metrics.kernels import CATEGORIES, SYNC_CATEGORY, classify
 from perflint.metrics.stats import np_median
 from perflint.metrics.steps import analysis_steps

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from perflint.graph.ids import distinct
+from perflint.ids import distinct
 from perflint.metrics.intervals import covered_before, merge, reduce_at
 from perflint.model import KERNEL, MEMCPY, MEMSET, NONE, OP_CPU, Trace
 

@@ -23,7 +23,7 @@ from typing import Callable
 import numpy as np
 
 from perflint.graph.build import unique_correlation_launch
-from perflint.graph.ids import unique_inverse
+from perflint.ids import unique_inverse
 from perflint.metrics.intervals import merge
 from perflint.model import NONE, Trace
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from perflint.ids import distinct
 from perflint.model import NONE, OP_ANNOTATION, OP_CPU
 from perflint.readers.fast_add import _CODES, _GPU_KIND, _GROUP, G_CPR, G_GPU, G_MEM, G_OPS, G_PYFN, G_RT, G_TRACE
 from perflint.readers.kineto_codes import C_OP, MEM_CODE
@@ -137,18 +138,6 @@ def _first_refused(ns: NativeSlice) -> int:
     return int(bad.argmax()) if bad.any() else ns.n
 
 
-def _distinct(col: np.ndarray, n: int) -> list[int]:
-    """np.unique(col).tolist() for ids of a slice's table (-1 to n - 1), by a presence table:
-    the first call of a plain np.unique imports numpy.ma (~25 ms), once in every worker."""
-    if len(col) == 0:
-        return []
-    if int(col.min()) < -1 or int(col.max()) >= n:  # not ids after all: the general way
-        return np.unique(col, return_counts=True)[0].tolist()  # type: ignore[no-any-return]
-    present = np.zeros(n + 1, dtype=bool)
-    present[col + 1] = True
-    return (np.flatnonzero(present) - 1).tolist()  # type: ignore[no-any-return]
-
-
 def _columns(data: Any, lo: int, hi: int) -> tuple[NativeSlice, np.ndarray, int]:
     n, fb, ib, sb, ub, ob, strs, raws, pairs, nxt = _kscan.scan(data, lo, hi)
     F = np.frombuffer(fb, dtype=F64).reshape(_NF, n)
@@ -159,7 +148,7 @@ def _columns(data: Any, lo: int, hi: int) -> tuple[NativeSlice, np.ndarray, int]
     x = ph == PH_X
     cats = S[S_CAT]
     lut = np.zeros(len(strs) + 1, dtype=I8)  # the last slot: skip events' -1
-    for c in _distinct(cats[x], len(strs)):
+    for c in distinct(cats[x]):
         lut[c] = _CODES[strs[c]]
     codes = np.where(x, lut[cats], np.where(ph == PH_MEMORY, MEM_CODE, 0)).astype(I8)
     ns = NativeSlice(n, F, I, S, codes, _GROUP[codes], U[U_ODD].view(np.bool_), strs, raws, pairs)
@@ -179,18 +168,18 @@ def add_native(b: ColumnBuilder, ns: NativeSlice) -> None:
     ids, strs = b.ids, ns.strs
     slut = np.full(len(strs) + 1, NONE, dtype=I32)  # the last slot: the scanner's -1 (none)
     used = np.concatenate((S[S_NAME][(group >= G_OPS) & (group <= G_PYFN)], S[S_STACK][ops], S[S_COLL][gpu]))
-    for k in _distinct(used, len(strs)):
+    for k in distinct(used):
         if k >= 0:
             slut[k] = ids[strs[k]]
     rlut = np.full(len(ns.raws) + 1, NONE, dtype=I32)
     if len(ops):
         raws = ns.raws
-        for k in _distinct(np.concatenate((S[S_DIMS][ops], S[S_TYPES][ops])), len(raws)):
+        for k in distinct(np.concatenate((S[S_DIMS][ops], S[S_TYPES][ops]))):
             if k >= 0:
                 rlut[k] = ids[raws[k]]
     tlut = np.full(len(ns.pairs) + 1, NONE, dtype=I32)
     tids, pairs = b.thread_ids, ns.pairs
-    for k in _distinct(S[S_PAIR][(group != G_GPU) & (group != 0)], len(pairs)):  # GPU rows have no thread
+    for k in distinct(S[S_PAIR][(group != G_GPU) & (group != 0)]):  # GPU rows have no thread
         tlut[k] = tids[pairs[k]]
     name, pair = S[S_NAME], S[S_PAIR]
     ts, dur, ext = F[F_TS], F[F_DUR], I[I_EXT]
