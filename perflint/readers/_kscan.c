@@ -145,6 +145,18 @@ static int slots_grow(int32_t **slots, Py_ssize_t *nslots, Py_ssize_t first, con
     return 0;
 }
 
+/* Room for one more item in a table's item array (doubled when full, `first` items at first);
+   -1 on allocation failure. Both hash tables keep their items this way. */
+static int items_room(void **items, Py_ssize_t *cap, Py_ssize_t len, size_t size, Py_ssize_t first) {
+    if (len < *cap) return 0;
+    Py_ssize_t grown = *cap ? *cap * 2 : first;
+    void *p = realloc(*items, size * (size_t)grown);
+    if (!p) return -1;
+    *items = p;
+    *cap = grown;
+    return 0;
+}
+
 static int table_grow(Table *t) {
     return slots_grow(&t->slots, &t->nslots, 256, t->items, sizeof(Span), offsetof(Span, h), t->len);
 }
@@ -161,13 +173,7 @@ static int32_t table_id(Table *t, const char *p, Py_ssize_t n, int esc) {
         if (s->h == h && s->n == n && memcmp(s->p, p, (size_t)n) == 0) return k;
         j = (j + 1) & (t->nslots - 1);
     }
-    if (t->len == t->cap) {
-        Py_ssize_t cap = t->cap ? t->cap * 2 : 64;
-        Span *items = (Span *)realloc(t->items, sizeof(Span) * cap);
-        if (!items) return -1;
-        t->items = items;
-        t->cap = cap;
-    }
+    if (items_room((void **)&t->items, &t->cap, t->len, sizeof(Span), 64) < 0) return -1;
     Span *s = &t->items[t->len];
     s->p = p;
     s->n = n;
@@ -201,13 +207,7 @@ static int32_t pair_id(PairTable *t, Pair *q) {
         if (s->h == h && s->pk == q->pk && s->tk == q->tk && s->pv == q->pv && s->tv == q->tv) return k;
         j = (j + 1) & (t->nslots - 1);
     }
-    if (t->len == t->cap) {
-        Py_ssize_t cap = t->cap ? t->cap * 2 : 16;
-        Pair *items = (Pair *)realloc(t->items, sizeof(Pair) * cap);
-        if (!items) return -1;
-        t->items = items;
-        t->cap = cap;
-    }
+    if (items_room((void **)&t->items, &t->cap, t->len, sizeof(Pair), 16) < 0) return -1;
     t->items[t->len] = *q;
     t->slots[j] = (int32_t)t->len;
     return (int32_t)t->len++;
