@@ -7,9 +7,14 @@ import os
 import sys
 from collections.abc import Sequence
 
-from perflint import __version__
-from perflint.commands import COMMANDS
-from perflint.errors import PerflintError
+# numpy's OpenBLAS starts a thread per core at import that spins for a while waiting for work,
+# and perflint does no linear algebra: on a 2-core runner that is 0.1 CPU-s taken from the
+# reader. Set before numpy is imported (below); a user's own setting wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from perflint import __version__  # noqa: E402
+from perflint.commands import COMMANDS  # noqa: E402
+from perflint.errors import PerflintError  # noqa: E402
 
 EXIT_OK, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
 

@@ -230,3 +230,49 @@ def test_scanner_refuses_what_it_does_not_check() -> None:
     # no ph, then not a comma: nothing taken, and the rest is msgspec's (next -1)
     got = native_scan._kscan.scan(b"{} x", 0, 4)
     assert (got[0], got[-1]) == (0, -1)
+
+
+# --------------------------------------------------------------------------- strings, byte by byte
+
+# The scanner finds a string's end 16 (SSE2) or 8 bytes at a time: a special byte at every offset
+# of such a block, in a name (read), an arg value (skipped) and a key, must give what msgspec gives.
+VALID_SPECIALS = ['\\"', "\\\\", "\\n", "\\u00e9", "\\u4e2d", "é", "中", "😀", "x"]
+INVALID_SPECIALS = [b"\x01", b"\xff", b"\xc0\xaf", b"\\q", b"\xe4\xb8"]
+
+
+def _special_event(k: int, special: str) -> str:
+    text = "a" * k + special + "b" * (40 - k)
+    key = "key" if "\\" in special else text  # an escaped key is refused by design
+    return (f'{{"ph": "X", "cat": "cpu_op", "name": "{text}", "pid": 1, "tid": 2, "ts": {k}, "dur": 1, '
+            f'"args": {{"Call stack": "{text}", "{key}": 1, "note": "{text}"}}}}')  # fmt: skip
+
+
+def test_special_bytes_at_every_offset(monkeypatch: pytest.MonkeyPatch) -> None:
+    evs = [_special_event(k, sp) for sp in VALID_SPECIALS for k in range(41)]
+    for ev in evs:  # alone, its last string ends at the buffer's end: the scan's tail, byte by byte
+        alone = ev.encode()
+        assert native_scan._kscan.scan(alone, 0, len(alone))[0] == 1, ev
+    body = ", ".join(evs).encode()
+    n, *_, nxt = native_scan._kscan.scan(body, 0, len(body))
+    assert (n, nxt) == (len(evs), len(body))  # the scanner reads every one itself
+    data = b'{"traceEvents": [' + body + b"]}"
+    got = _same("s.json", data, monkeypatch, 1 << 22)
+    assert not isinstance(got, str)
+    assert len(got.ops.name) == len(evs)
+    assert "a" * 7 + "中" + "b" * 33 in got.strings
+
+
+@pytest.mark.parametrize("special", INVALID_SPECIALS, ids=lambda b: b.hex())
+def test_invalid_bytes_at_every_offset(special: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    for k in range(0, 41, 3):
+        for where in range(2):  # in the name (read), in a skipped arg value
+            text = b"a" * k + special + b"b" * (40 - k)
+            good = b"c" * 41
+            name, note = (text, good) if where == 0 else (good, text)
+            ev = b'{"ph": "X", "cat": "cpu_op", "name": "' + name + b'", "ts": 1, "dur": 1, "args": {"note": "' + note + b'"}}'
+            got = _same("i.json", b'{"traceEvents": [' + ev + b"]}" + b" " * 64, monkeypatch, 1 << 22)
+            if where == 0:  # a name is decoded: an error (msgspec does not check skipped strings' UTF-8)
+                assert isinstance(got, str), k
+    for k in range(41):  # the text ending at the buffer's end: every offset of the scan's tail
+        last = b'{"ph": "X", "cat": "cpu_op", "ts": 1, "dur": 1, "name": "' + b"a" * k + special + b"b" * (40 - k) + b'"}'
+        assert native_scan._kscan.scan(last, 0, len(last))[0] == 0, k

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from perflint import __version__
@@ -38,3 +42,19 @@ def test_ctrl_c_is_one_line_and_exit_130(monkeypatch: pytest.MonkeyPatch, capsys
     cli.entry_point()
     assert codes == [130]
     assert capsys.readouterr().err == "perflint: interrupted\n"
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads through /proc")
+@pytest.mark.parametrize("preset", [None, "3"])
+def test_no_idle_blas_threads(preset: str | None) -> None:
+    """Importing the CLI (and numpy with it) starts no OpenBLAS thread: perflint does no linear
+    algebra, and on a 2-core runner a spinning one costs the reader 0.1 CPU-s. A user's own
+    OPENBLAS_NUM_THREADS is kept."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if preset is not None:
+        env["OPENBLAS_NUM_THREADS"] = preset
+    code = "import os, perflint.cli; print(len(os.listdir('/proc/self/task')), os.environ['OPENBLAS_NUM_THREADS'])"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split()
+    assert out[1] == (preset or "1")
+    if preset is None:
+        assert out[0] == "1"

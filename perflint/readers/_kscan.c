@@ -24,6 +24,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 enum { F_TS, F_DUR, F_BPS, F_WPS, F_OCC, NF };
 enum { I_EXT, I_SEQ, I_FWD, I_CORR, I_DEV, I_STREAM, I_REGS, I_SHMEM, I_NBYTES, I_G0, I_G1, I_G2, I_B0, I_B1, I_B2,
@@ -217,6 +220,8 @@ static int32_t pair_id(PairTable *t, Pair *q) {
 
 static inline void ws(Scan *s) {
     const char *p = s->p, *e = s->end;
+    /* one compare in the common case: compact JSON has no whitespace between tokens */
+    if (p >= e || (unsigned char)*p > ' ') return;
     while (p < e && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
     s->p = p;
 }
@@ -253,6 +258,33 @@ static inline int hexval(char c) {
     return -1;
 }
 
+/* The first byte in [p, e) that is a quote, a backslash, a control or a non-ASCII byte (e if
+   none): sixteen bytes at a time with SSE2 (every x86-64 has it), else eight by word tricks. */
+static inline const char *plain_run(const char *p, const char *e) {
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
+    while (e - p >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)p);
+        /* signed compare: below 0x20, or 0x80 and up (negative) */
+        __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)), _mm_cmplt_epi8(v, space));
+        unsigned m = (unsigned)_mm_movemask_epi8(hit);
+        if (m) return p + __builtin_ctz(m);
+        p += 16;
+    }
+#endif
+    while (e - p >= 8) {
+        uint64_t w = load8(p);
+        uint64_t q = w ^ 0x2222222222222222ULL, b = w ^ 0x5c5c5c5c5c5c5c5cULL;
+        uint64_t hit = (((q - 0x0101010101010101ULL) & ~q) | ((b - 0x0101010101010101ULL) & ~b) |
+                        (w - 0x2020202020202020ULL) | w) & 0x8080808080808080ULL;
+        /* exact at the lowest flagged byte: no borrow reaches it from the plain bytes below */
+        if (hit) return p + (__builtin_ctzll(hit) >> 3);
+        p += 8;
+    }
+    while (p < e && (unsigned char)*p >= 0x20 && (unsigned char)*p < 0x80 && *p != '"' && *p != '\\') p++;
+    return p;
+}
+
 /* A string at s->p (its opening quote): its contents' span; s->bad on invalid text. Escapes
    are checked here; \u escapes of surrogates are refused (left to the msgspec path). */
 static int string(Scan *s, Span *out) {
@@ -260,20 +292,13 @@ static int string(Scan *s, Span *out) {
     const char *start = p;
     int esc = 0, high = 0;
     for (;;) {
-        /* eight bytes at a time while none is a quote, a backslash, a control or non-ASCII byte */
-        while (p + 8 <= e) {
-            uint64_t w = load8(p);
-            uint64_t q = w ^ 0x2222222222222222ULL, b = w ^ 0x5c5c5c5c5c5c5c5cULL;
-            uint64_t hit = ((q - 0x0101010101010101ULL) & ~q) | ((b - 0x0101010101010101ULL) & ~b) |
-                           (w - 0x2020202020202020ULL) | w;
-            if (hit & 0x8080808080808080ULL) break;
-            p += 8;
-        }
-        while (p < e && (unsigned char)*p >= 0x20 && *p != '"' && *p != '\\') {
-            high |= (unsigned char)*p;
-            p++;
-        }
+        p = plain_run(p, e);
         if (p >= e || (unsigned char)*p < 0x20) { s->bad = 1; return -1; }
+        if ((unsigned char)*p >= 0x80) { /* checked as UTF-8 at the end */
+            high = 0x80;
+            p++;
+            continue;
+        }
         if (*p == '"') break;
         /* a backslash */
         esc = 1;
@@ -419,6 +444,36 @@ static int number(Scan *s, Num *out) {
     return 0;
 }
 
+/* A JSON number at s->p, checked against the grammar only: a value nothing reads needs no
+   conversion (a timestamp with a fraction would cost a strtod). */
+static int skip_number(Scan *s) {
+    const char *p = s->p, *e = s->end;
+    if (p < e && *p == '-') p++;
+    if (p >= e) { s->bad = 1; return -1; }
+    if (*p == '0') {
+        p++;
+        if (p < e && *p >= '0' && *p <= '9') { s->bad = 1; return -1; }
+    } else if (*p >= '1' && *p <= '9') {
+        while (p < e && *p >= '0' && *p <= '9') p++;
+    } else {
+        s->bad = 1;
+        return -1;
+    }
+    if (p < e && *p == '.') {
+        p++;
+        if (p >= e || *p < '0' || *p > '9') { s->bad = 1; return -1; }
+        while (p < e && *p >= '0' && *p <= '9') p++;
+    }
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (p < e && (*p == '+' || *p == '-')) p++;
+        if (p >= e || *p < '0' || *p > '9') { s->bad = 1; return -1; }
+        while (p < e && *p >= '0' && *p <= '9') p++;
+    }
+    s->p = p;
+    return 0;
+}
+
 static int skip_value(Scan *s, int depth);
 
 static int skip_container(Scan *s, int depth, char close) {
@@ -460,8 +515,7 @@ static int skip_value(Scan *s, int depth) {
     if (c == 't') return literal(s, "true", 4);
     if (c == 'f') return literal(s, "false", 5);
     if (c == 'n') return literal(s, "null", 4);
-    Num num;
-    return number(s, &num);
+    return skip_number(s);
 }
 
 /* ------------------------------------------------------------------ one event */
@@ -582,13 +636,24 @@ static int event_key(const char *k, Py_ssize_t n) {
     return E_NONE;
 }
 
+/* a[0:n] == the cached key text b[0:n] (n < KC_TEXT), a word at a time where `avail` bytes at a
+   allow it: a libc memcmp call costs more than these short keys (about ten per event). */
+static inline int key_eq(const char *a, Py_ssize_t avail, const char *b, Py_ssize_t n) {
+    if (avail < ((n + 7) & ~(Py_ssize_t)7)) return memcmp(a, b, (size_t)n) == 0;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        if (load8(a + i) != load8(b + i)) return 0;
+    if (i < n && ((load8(a + i) ^ load8(b + i)) & (~0ULL >> (8 * (8 - (n - i)))))) return 0;
+    return 1;
+}
+
 /* The next key of an object (s->p at its opening quote): its id by `lookup`, and its slot in
    the cache (-1 when it is not cached). -2: invalid JSON; -3: an escaped key (refused). */
 static int next_key(Scan *s, KeyCache *kc, int prev, int (*lookup)(const char *, Py_ssize_t), int *id) {
     int guess = kc->next[prev];
     if (guess < kc->used) {
         Py_ssize_t n = kc->n[guess];
-        if (s->end - s->p > n && memcmp(s->p, kc->text[guess], (size_t)n) == 0) {
+        if (s->end - s->p > n && key_eq(s->p, s->end - s->p, kc->text[guess], n)) {
             s->p += n;
             *id = kc->id[guess];
             return guess;
@@ -601,7 +666,7 @@ static int next_key(Scan *s, KeyCache *kc, int prev, int (*lookup)(const char *,
     *id = lookup(k.p, k.n);
     Py_ssize_t n = s->p - q; /* with the quotes */
     for (int j = 0; j < kc->used; j++) {
-        if (kc->n[j] == n && memcmp(kc->text[j], q, (size_t)n) == 0) {
+        if (kc->n[j] == n && key_eq(q, s->end - q, kc->text[j], n)) {
             kc->next[prev] = (uint8_t)j;
             return j;
         }
