@@ -7,62 +7,58 @@ between `select`/`extend-select` and `ignore`.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import fnmatch
 import os
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
-from perflint.engine.rule import Rule, Severity, coerce_param
+from perflint.engine.rule_core import RuleCore, Severity, coerce_param
 from perflint.engine.run import ActiveRule
 from perflint.errors import ConfigError
 from perflint.findings import Finding
 
 FailOn = Literal["error", "warning", "info", "never"]
 
-# libyaml's loader parses ~10x faster than the pure-Python one; same safe tag set.
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# Plain dataclasses, which pydantic validates where a config file is read (`_validate`): a run
+# without a config file never imports pydantic. Unknown keys are errors.
+_STRICT = {"extra": "forbid"}
 
 
-class RuleOverride(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+@dataclass
+class RuleOverride:
+    __pydantic_config__ = _STRICT
     severity: Severity | None = None
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
 
 
-class Suppression(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    rule: str = Field(description="code, prefix, name or group")
-    op: str | None = Field(default=None, description="glob on any op of the finding's op stack")
-    kernel: str | None = Field(default=None, description="glob on the kernel name")
-    path: str | None = Field(default=None, description="glob on the trace path")
+@dataclass
+class Suppression:
+    __pydantic_config__ = _STRICT
+    rule: str  # code, prefix, name or group
     reason: str
+    op: str | None = None  # glob on any op of the finding's op stack
+    kernel: str | None = None  # glob on the kernel name
+    path: str | None = None  # glob on the trace path
     expires: dt.date | None = None
 
-    @field_validator("reason")
-    @classmethod
-    def _reason(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("a suppression needs a non-empty reason")
-        return v
 
-
-class Config(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+@dataclass
+class Config:
+    __pydantic_config__ = _STRICT
     extends: str | list[str] | None = None
     select: list[str] | None = None
-    extend_select: list[str] = Field(default_factory=list, alias="extend-select")
-    ignore: list[str] = Field(default_factory=list)
-    rules: dict[str, RuleOverride] = Field(default_factory=dict)
-    rule_dirs: list[str] = Field(default_factory=list, alias="rule-dirs")
-    suppress: list[Suppression] = Field(default_factory=list)
-    fail_on: FailOn | None = Field(default=None, alias="fail-on")
-    include_edge_steps: bool | None = Field(default=None, alias="include-edge-steps")
-    source: str | None = Field(default=None, exclude=True)
+    extend_select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    rules: dict[str, RuleOverride] = field(default_factory=dict)
+    rule_dirs: list[str] = field(default_factory=list)
+    suppress: list[Suppression] = field(default_factory=list)
+    fail_on: FailOn | None = None
+    include_edge_steps: bool | None = None
+    source: str | None = None  # the file it came from; not a key of the file
 
 
 def _read_mapping(path: Path) -> dict[str, Any]:
@@ -81,8 +77,11 @@ def _read_mapping(path: Path) -> dict[str, Any]:
             raise ConfigError(str(path), f"invalid TOML: {exc}") from None
         data = doc.get("tool", {}).get("perflint")
         return data if isinstance(data, dict) else {}
+    import yaml
+
     try:
-        data = yaml.load(text, Loader=_YAML_LOADER)
+        # libyaml's loader parses ~10x faster than the pure-Python one; same safe tag set.
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         raise ConfigError(str(path), f"invalid YAML: {getattr(exc, 'problem', exc)}") from None
     if data is None:
@@ -93,12 +92,21 @@ def _read_mapping(path: Path) -> dict[str, Any]:
 
 
 def _validate(path: Path, data: dict[str, Any]) -> Config:
+    from pydantic import TypeAdapter, ValidationError
+
+    # The file's keys are spelled with dashes (fail-on) or underscores (fail_on), both taken.
+    data = {k.replace("-", "_") if isinstance(k, str) else k: v for k, v in data.items()}
     try:
-        cfg = Config.model_validate(data)
+        if "source" in data:
+            raise ConfigError(str(path), "key 'source': not a config key")
+        cfg = TypeAdapter(Config).validate_python(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err["loc"])
         raise ConfigError(str(path), f"key '{key}': {err['msg']}") from None
+    for i, s in enumerate(cfg.suppress):
+        if not s.reason.strip():
+            raise ConfigError(str(path), f"key 'suppress.{i}.reason': a suppression needs a non-empty reason")
     cfg.source = str(path)
     base = path.parent
     cfg.rule_dirs = [str((base / d).resolve()) if not os.path.isabs(d) else d for d in cfg.rule_dirs]
@@ -106,7 +114,7 @@ def _validate(path: Path, data: dict[str, Any]) -> Config:
 
 
 def _merge(base: Config, child: Config) -> Config:
-    merged = base.model_copy(deep=True)
+    merged = copy.deepcopy(base)
     if child.select is not None:
         merged.select = child.select
     merged.extend_select = base.extend_select + child.extend_select
@@ -165,7 +173,7 @@ def load_config(explicit: str | None) -> Config:
 # --- selection -------------------------------------------------------------------------
 
 
-def selector_score(sel: str, rule: Rule) -> int:
+def selector_score(sel: str, rule: RuleCore) -> int:
     """How specifically `sel` names `rule` (0: not at all)."""
     if sel == rule.code:
         return 1000
@@ -182,12 +190,12 @@ def selector_score(sel: str, rule: Rule) -> int:
     return 0
 
 
-def _best(selectors: list[str], rule: Rule) -> int:
+def _best(selectors: list[str], rule: RuleCore) -> int:
     return max((selector_score(s, rule) for s in selectors), default=0)
 
 
 def select_rules(
-    rules: list[Rule],
+    rules: list[RuleCore],
     cfg: Config,
     select: list[str] | None = None,
     ignore: list[str] | None = None,
@@ -224,7 +232,7 @@ def select_rules(
 # --- suppressions ----------------------------------------------------------------------
 
 
-def _matches(s: Suppression, f: Finding, rule: Rule) -> bool:
+def _matches(s: Suppression, f: Finding, rule: RuleCore) -> bool:
     if not selector_score(s.rule, rule):
         return False
     if s.op and not any(fnmatch.fnmatchcase(o, s.op) for o in [*(f.op_stack or []), f.op or ""]):
@@ -237,7 +245,7 @@ def _matches(s: Suppression, f: Finding, rule: Rule) -> bool:
 
 
 def apply_suppressions(
-    findings: list[Finding], rules: dict[str, Rule], cfg: Config, today: dt.date | None = None
+    findings: list[Finding], rules: dict[str, RuleCore], cfg: Config, today: dt.date | None = None
 ) -> list[str]:
     """Mark suppressed findings; return notices for unused and expired suppressions."""
     today = today or dt.date.today()

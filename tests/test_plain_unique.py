@@ -11,7 +11,7 @@ import pytest
 
 from perflint.config import Config, select_rules
 from perflint.engine.loader import load_rules
-from perflint.engine.run import check_trace, portable
+from perflint.engine.run import check_trace
 from perflint.graph.load import load_trace
 from perflint.readers import native_scan
 from perflint.ids import distinct
@@ -42,7 +42,7 @@ def test_read_and_check_call_no_plain_unique(native: str, monkeypatch: pytest.Mo
         return unique(ar, *args, **kw)
 
     monkeypatch.setattr(np, "unique", spy)
-    active = portable(select_rules(load_rules([]), Config(), None, None, None))
+    active = select_rules(load_rules([]), Config(), None, None, None)
     for rel in ("hta/negative_queue_length_values_check/rank0.json.gz", "tracelens/traces/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"):
         result = check_trace(load_trace(shared_trace(rel)), active)
         assert result.statuses

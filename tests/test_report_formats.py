@@ -13,7 +13,7 @@ import pytest
 from junitparser import Error, Failure, JUnitXml, Skipped
 
 from perflint.report import REPORTERS, ReportOptions
-from perflint.report.json_report import ReportModel, schema_text
+from perflint.report.json_schema import ReportModel, schema_text
 from perflint.report.markdown import DEFAULT_MAX_BYTES
 from tests.report_sample import many_findings, sample_result
 

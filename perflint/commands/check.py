@@ -76,7 +76,7 @@ def execute(args: argparse.Namespace, cfg: Config, prepared: Prepared | None = N
     from perflint.commands.baseline_io import apply_accepted, load_accepted, load_baseline
     from perflint.config import apply_suppressions, select_rules
     from perflint.engine.loader import load_rules
-    from perflint.engine.run import check_run, portable
+    from perflint.engine.run import check_run
     from perflint.findings import RunResult
 
     rules = load_rules(cfg.rule_dirs + list(args.rule_dir))
@@ -89,7 +89,7 @@ def execute(args: argparse.Namespace, cfg: Config, prepared: Prepared | None = N
     )
     fn = functools.partial(
         _check_one,
-        active=portable(active),
+        active=active,
         include_edge_steps=include_edges,
         baseline=baseline,
         allow_mismatch=args.allow_device_mismatch,
@@ -108,7 +108,7 @@ def execute(args: argparse.Namespace, cfg: Config, prepared: Prepared | None = N
         errors=[o.error for o in outcomes if o.error],
         run_findings=run_findings,
         run_statuses=run_statuses,
-        rules=[{**ar.rule.model_dump(by_alias=True), "severity": ar.severity, "params": ar.params} for ar in active],
+        rules=[{**ar.rule.dump(), "severity": ar.severity, "params": ar.params} for ar in active],
         fail_on=args.fail_on or cfg.fail_on or "error",
     )
     by_code = {ar.code: ar.rule for ar in active}

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from perflint.engine.rule import Rule
+from perflint.engine.rule_core import RuleCore
 
 
-def explain(rule: Rule) -> str:
+def explain(rule: RuleCore) -> str:
     lines = [
         f"{rule.code} {rule.name} [{rule.severity}]",
         f"groups: {', '.join(rule.groups) or '-'}",
@@ -36,7 +36,7 @@ def explain(rule: Rule) -> str:
     return "\n".join(lines) + "\n"
 
 
-def markdown(rules: list[Rule]) -> str:
+def markdown(rules: list[RuleCore]) -> str:
     out = [
         "# perflint rules",
         "",

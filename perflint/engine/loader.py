@@ -1,16 +1,23 @@
-"""Loading rule files: built-in pack plus extra directories; a bad rule stops the run."""
+"""Loading rule files: built-in pack plus extra directories; a bad rule stops the run.
+
+Rules from outside (extra directories) are validated with the pydantic model; the built-in pack
+is read straight into RuleCores (see rule_core.py), and any of its files that does not read
+cleanly that way goes through the model too."""
 
 from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import yaml
-from pydantic import ValidationError
 
-from perflint.engine.rule import Rule
+from perflint.engine.rule_core import RuleCore
 from perflint.errors import RuleError
 from perflint.facts import RUN_SOURCES, SOURCES, fields_of, load_all
+
+if TYPE_CHECKING:
+    from perflint.engine.rule import Rule
 
 # libyaml's loader parses ~10x faster than the pure-Python one; same safe tag set.
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -29,17 +36,27 @@ def _fmt_loc(loc: tuple[object, ...]) -> str:
     return ".".join(parts) or "(top level)"
 
 
-def load_rule_file(path: Path) -> Rule:
+def _read_yaml(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise RuleError(str(path), f"cannot read rule file: {exc.strerror or exc}") from None
     try:
-        data = yaml.load(text, Loader=_YAML_LOADER)
+        return yaml.load(text, Loader=_YAML_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise RuleError(str(path), f"invalid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+
+
+def load_rule_file(path: Path, data: Any = None) -> Rule:
+    """A rule file validated by the model (`data`: its YAML, when already read)."""
+    from pydantic import ValidationError
+
+    from perflint.engine.rule import Rule
+
+    if data is None:
+        data = _read_yaml(path)
     if not isinstance(data, dict):
         raise RuleError(str(path), "a rule file must be a YAML mapping")
     try:
@@ -53,7 +70,7 @@ def load_rule_file(path: Path) -> Rule:
     return rule
 
 
-def check_rule_against_facts(path: Path, rule: Rule) -> None:
+def check_rule_against_facts(path: Path, rule: Rule | RuleCore) -> None:
     load_all()
     if rule.scope not in SOURCES and rule.scope not in RUN_SOURCES:
         known = sorted([*SOURCES, *RUN_SOURCES])
@@ -87,13 +104,23 @@ def rule_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.rglob("*.y*ml") if p.suffix in (".yaml", ".yml") and not p.name.startswith("."))
 
 
-def load_rules(extra_dirs: list[str] | None = None, include_builtin: bool = True) -> list[Rule]:
+def load_builtin_file(path: Path) -> RuleCore:
+    """A built-in rule file, read without the model when it reads cleanly."""
+    data = _read_yaml(path)
+    rule = RuleCore.from_mapping(data)
+    if rule is None:
+        return RuleCore.of(load_rule_file(path, data))
+    check_rule_against_facts(path, rule)
+    return rule
+
+
+def load_rules(extra_dirs: list[str] | None = None, include_builtin: bool = True) -> list[RuleCore]:
     dirs = ([builtin_rules_dir()] if include_builtin else []) + [Path(d) for d in (extra_dirs or [])]
-    rules: list[Rule] = []
+    rules: list[RuleCore] = []
     seen: dict[str, Path] = {}
-    for d in dirs:
+    for i, d in enumerate(dirs):
         for f in rule_files(d):
-            rule = load_rule_file(f)
+            rule = load_builtin_file(f) if include_builtin and i == 0 else RuleCore.of(load_rule_file(f))
             for ident in (rule.code, rule.name):
                 if ident in seen:
                     raise RuleError(str(f), f"duplicate rule '{ident}' (also defined in {seen[ident]})")
@@ -103,4 +130,4 @@ def load_rules(extra_dirs: list[str] | None = None, include_builtin: bool = True
     return rules
 
 
-__all__ = ["builtin_rules_dir", "load_rule_file", "load_rules", "rule_files"]
+__all__ = ["builtin_rules_dir", "load_builtin_file", "load_rule_file", "load_rules", "rule_files"]

@@ -7,19 +7,15 @@ estimated recoverable time (`impact`) and a fix. Thresholds are typed `params`.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from perflint.engine.expr import ExprError, compile_expr, names_in
+from perflint.engine.rule_core import CODE_RE, NAME_RE, Severity, coerce_param
 from perflint.findings import SEVERITY_RANK
 
-Severity = Literal["error", "warning", "info"]
 __all__ = ["SEVERITY_RANK", "Param", "Reference", "Rule", "Severity", "coerce_param"]
-
-CODE_RE = re.compile(r"^[A-Z]{2,6}[0-9]{3}$")
-NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*)+$")
 
 
 class Param(BaseModel):
@@ -33,24 +29,6 @@ class Param(BaseModel):
     def _default_matches_type(self) -> Param:
         self.default = coerce_param(self.type, self.default)
         return self
-
-
-def coerce_param(kind: str, value: Any) -> Any:
-    ok: bool
-    if kind == "float":
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        value = float(value) if ok else value
-    elif kind == "int":
-        ok = isinstance(value, int) and not isinstance(value, bool)
-    elif kind == "bool":
-        ok = isinstance(value, bool)
-    elif kind == "str":
-        ok = isinstance(value, str)
-    else:
-        ok = isinstance(value, list)
-    if not ok:
-        raise ValueError(f"expected a {kind}, got {value!r}")
-    return value
 
 
 class Reference(BaseModel):

@@ -6,7 +6,7 @@ import hashlib
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perflint.engine.expr import compile_expr
 from perflint.engine.rule_core import RuleCore
@@ -16,28 +16,17 @@ from perflint.findings import Finding, RuleStatus, TraceResult
 from perflint.metrics.summary import summarize
 from perflint.model import Trace
 
-if TYPE_CHECKING:
-    from perflint.engine.rule import Rule
-
-
 @dataclass
 class ActiveRule:
-    """A rule as configured for this run: effective severity and params. `rule` is the rule
-    model, or its RuleCore in the per-trace work (`portable`)."""
+    """A rule as configured for this run: effective severity and params."""
 
-    rule: Rule | RuleCore
+    rule: RuleCore
     severity: str
     params: dict[str, Any] = field(default_factory=dict)
 
     @property
     def code(self) -> str:
         return self.rule.code
-
-
-def portable(active: list[ActiveRule]) -> list[ActiveRule]:
-    """`active` for the per-trace work: the same rules as RuleCores, which unpickle in a worker
-    process without pydantic."""
-    return [ActiveRule(RuleCore.of(ar.rule), ar.severity, ar.params) for ar in active]
 
 
 class _Fmt(string.Formatter):

@@ -1,18 +1,17 @@
 """JSON report: a versioned schema carrying the same content as the other reports.
 
-The pydantic models below *are* the schema: `perflint/report/schema/report.schema.json` is
-generated from them (`PERFLINT_UPDATE_GOLDEN=1 pytest tests/test_report_json.py` rewrites it) and a
-test keeps the two equal. Bump `SCHEMA_VERSION` on any incompatible change (a removed or
-retyped field); adding an optional field is compatible. Documented in docs/report-json-schema.md.
+The schema is the pydantic models of `json_schema.py` (kept apart, so that writing a report
+does not import pydantic); a test validates reports against them. Bump `SCHEMA_VERSION` on any
+incompatible change (a removed or retyped field); adding an optional field is compatible.
+Documented in docs/report-json-schema.md.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any, Literal
+from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
 
 from perflint import __version__
 from perflint.findings import RunResult
@@ -20,99 +19,6 @@ from perflint.report import ReportOptions
 from perflint.report._common import full_counts, ordered, rules_by_code, verdict
 
 SCHEMA_VERSION = 1
-SeverityName = Literal["error", "warning", "info"]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class FindingModel(_Model):
-    code: str = Field(description="rule code, e.g. TC001")
-    name: str = Field(description="rule name, e.g. tensor-cores.half-precision-without-tensor-cores")
-    severity: SeverityName
-    message: str
-    trace: str = Field(description="trace file the finding comes from (first rank's file for run-level rules)")
-    rank: int | None = Field(description="rank of the trace, when it has one")
-    fingerprint: str = Field(description="stable identity across runs (rule, op stack, shapes, kernel)")
-    impact_us: float | None = Field(default=None, description="estimated recoverable time in microseconds")
-    evidence: dict[str, Any] = Field(default_factory=dict, description="the measured fields the rule declares")
-    kernel: str | None = None
-    op: str | None = None
-    op_stack: list[str] = Field(default_factory=list)
-    input_dims: Any = None
-    source: str | None = Field(default=None, description="user's source file:line when stacks were recorded")
-    fix: str = ""
-    suppressed: str | None = Field(default=None, description="the suppression's reason; not gated when set")
-    accepted: str | None = Field(default=None, description="the accepted-findings entry's reason; not gated when set")
-
-
-class RuleStatusModel(_Model):
-    code: str
-    name: str
-    severity: SeverityName
-    status: Literal["passed", "failed", "skipped"]
-    reason: str | None = Field(default=None, description="why the rule was skipped (missing trace data)")
-    findings: int = Field(default=0, description="findings of the rule on this trace, suppressed ones included")
-
-
-class TraceModel(_Model):
-    path: str
-    rank: int | None
-    device: dict[str, Any] = Field(description="name, vendor, sm_count, compute_capability")
-    metrics: dict[str, Any] = Field(
-        description="headline numbers as `perflint summary` prints them: steps, gpu, temporal, tensor_cores, kernels"
-    )
-    statuses: list[RuleStatusModel]
-    findings: list[FindingModel] = Field(description="most severe first, then by recoverable time")
-    warnings: list[str] = Field(default_factory=list)
-
-
-class CountsModel(_Model):
-    error: int = Field(description="active (gated) findings of severity error")
-    warning: int
-    info: int
-    suppressed: int = Field(description="findings silenced by a suppression (not gated)")
-    accepted: int = Field(description="findings listed in the accepted-findings file (not gated)")
-
-
-class ReferenceModel(_Model):
-    title: str
-    url: str
-
-
-class RuleModel(_Model):
-    code: str
-    name: str
-    severity: SeverityName = Field(description="effective severity (after config overrides)")
-    groups: list[str] = Field(default_factory=list)
-    summary: str = ""
-    rationale: str = ""
-    fix: str = ""
-    params: dict[str, Any] = Field(default_factory=dict, description="effective parameter values")
-    references: list[ReferenceModel] = Field(default_factory=list)
-
-
-class ReportModel(_Model):
-    """perflint check report (JSON)."""
-
-    model_config = ConfigDict(extra="forbid", title="perflint check report")
-
-    schema_version: Literal[1] = Field(description="bumped on incompatible changes")
-    perflint_version: str
-    verdict: Literal["passed", "failed", "error"] = Field(
-        description="error: a trace/config/rule could not be used (exit 2); failed: findings reached fail_on (exit 1)"
-    )
-    fail_on: Literal["error", "warning", "info", "never"]
-    counts: CountsModel
-    traces: list[TraceModel]
-    run_findings: list[FindingModel] = Field(description="findings of run-level (multi-rank) rules")
-    run_statuses: list[RuleStatusModel]
-    errors: list[str] = Field(description="one line each: '<path>: <problem>'")
-    notices: list[str] = Field(description="unused or expired suppressions, stale accepted entries")
-    rules: list[RuleModel] = Field(description="the enabled rules")
-
-
 def _rule(r: dict[str, Any]) -> dict[str, Any]:
     out = {k: r[k] for k in ("code", "name", "severity", "groups", "summary", "rationale", "fix") if k in r}
     out["params"] = dict(r.get("params") or {})
@@ -162,13 +68,3 @@ def _fallback(obj: Any) -> Any:
     if isinstance(obj, (set, frozenset)):
         return sorted(obj, key=str)
     return str(obj)
-
-
-def json_schema() -> dict[str, Any]:
-    schema = ReportModel.model_json_schema()
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    return schema
-
-
-def schema_text() -> str:
-    return orjson.dumps(json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n"
