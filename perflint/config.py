@@ -61,16 +61,21 @@ class Config:
     source: str | None = None  # the file it came from; not a key of the file
 
 
+def _toml() -> Any:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    return tomllib
+
+
 def _read_mapping(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(str(path), f"cannot read config: {exc.strerror or exc}") from None
     if path.name == "pyproject.toml":
-        if sys.version_info >= (3, 11):
-            import tomllib
-        else:  # pragma: no cover
-            import tomli as tomllib
+        tomllib = _toml()
         try:
             doc = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
@@ -91,19 +96,23 @@ def _read_mapping(path: Path) -> dict[str, Any]:
     return data
 
 
-def _validate(path: Path, data: dict[str, Any]) -> Config:
+def _checked(path: Path, data: dict[str, Any]) -> Config:
     from pydantic import TypeAdapter, ValidationError
 
-    # The file's keys are spelled with dashes (fail-on) or underscores (fail_on), both taken.
-    data = {k.replace("-", "_") if isinstance(k, str) else k: v for k, v in data.items()}
     try:
-        if "source" in data:
-            raise ConfigError(str(path), "key 'source': not a config key")
-        cfg = TypeAdapter(Config).validate_python(data)
+        return TypeAdapter(Config).validate_python(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err["loc"])
         raise ConfigError(str(path), f"key '{key}': {err['msg']}") from None
+
+
+def _validate(path: Path, data: dict[str, Any]) -> Config:
+    # The file's keys are spelled with dashes (fail-on) or underscores (fail_on), both taken.
+    data = {k.replace("-", "_") if isinstance(k, str) else k: v for k, v in data.items()}
+    if "source" in data:
+        raise ConfigError(str(path), "key 'source': not a config key")
+    cfg = _checked(path, data) if data else Config()
     for i, s in enumerate(cfg.suppress):
         if not s.reason.strip():
             raise ConfigError(str(path), f"key 'suppress.{i}.reason': a suppression needs a non-empty reason")
@@ -147,6 +156,19 @@ def load_config_file(path: Path, _chain: tuple[Path, ...] = ()) -> Config:
     return _merge(result, cfg)
 
 
+def _has_perflint_table(path: Path) -> bool:
+    """A [tool.perflint] table, not just the words (perflint's own pyproject.toml has them in a
+    comment); an unparsable file that mentions it counts, so that its error is reported."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if "perflint" not in text:
+        return False
+    tomllib = _toml()
+    try:
+        return isinstance(tomllib.loads(text).get("tool", {}).get("perflint"), dict)
+    except tomllib.TOMLDecodeError:
+        return "[tool.perflint" in text
+
+
 def find_config(start: Path | None = None) -> Path | None:
     """`.perflint.yaml` (or .yml) in the working directory or a parent, else a pyproject.toml with
     a [tool.perflint] table."""
@@ -156,7 +178,7 @@ def find_config(start: Path | None = None) -> Path | None:
             if (d / name).is_file():
                 return d / name
         pp = d / "pyproject.toml"
-        if pp.is_file() and "[tool.perflint" in pp.read_text(encoding="utf-8", errors="replace"):
+        if pp.is_file() and _has_perflint_table(pp):
             return pp
         if (d / ".git").exists():
             break

@@ -14,7 +14,7 @@ import pytest
 
 from perflint.cli import main
 from tests.builder import TraceBuilder
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, shared_trace
 
 GOOD = FIXTURES / "cpu" / "sync_item.pt.trace.json.gz"
 GOOD_GZ = FIXTURES / "cpu" / "mlp_fp32_unaligned.pt.trace.json.gz"
@@ -113,6 +113,16 @@ def test_gzip_of_invalid_json(capsys: pytest.CaptureFixture[str], tmp_path: Path
 def test_invalid_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     p = tmp_path / "bad.json"
     p.write_text('{"traceEvents": [{"ph": "X",, }]}')
+    check_bad(capsys, p, r"invalid JSON")
+
+
+def test_counter_trace_with_a_key_not_utf8(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A CUPTI counter trace is decoded twice; the first decode skips an unknown key unread, so a
+    byte that is no UTF-8 there surfaced in the second as an internal error (found by test_fuzz)."""
+    text = gzip.decompress(Path(shared_trace("hta/cupti_profiler/benchmark_result_924719_1679055439_trace.json.gz")).read_bytes())
+    assert b"cuda_profiler_range" in text
+    p = tmp_path / "mangled.json"
+    p.write_bytes(b'{"\xf3chema": 1, ' + text[text.index(b"{") + 1 :])
     check_bad(capsys, p, r"invalid JSON")
 
 

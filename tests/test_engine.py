@@ -239,3 +239,19 @@ def test_suppressions_need_reason_expire_and_unused_are_reported(tmp_path: Path,
     assert f["suppressed"] == "known, tracked in #12"
     assert "unused suppression #2" in err
     assert "expired on 2020-01-01" in err
+
+
+def test_pyproject_counts_only_with_a_perflint_table(tmp_path: Path) -> None:
+    """perflint's own pyproject.toml names [tool.perflint] in a comment: that is no config (it
+    cost every run from the checkout a pydantic import), a table is, and so is a broken file
+    that mentions it (its error is then reported)."""
+    from perflint.config import find_config
+
+    (tmp_path / ".git").mkdir()
+    pp = tmp_path / "pyproject.toml"
+    pp.write_text('[project]\nname = "x"  # [tool.perflint] in pyproject.toml works too\n')
+    assert find_config(tmp_path) is None
+    pp.write_text('[project]\nname = "x"\n\n[tool.perflint.rules.TC001]\nseverity = "info"\n')
+    assert find_config(tmp_path) == pp
+    pp.write_text("[tool.perflint\nselect = [\n")
+    assert find_config(tmp_path) == pp

@@ -1037,7 +1037,10 @@ def _counter_ranges(path: str, cpr: list[tuple[int, Any, Any]], data: bytes | No
     if data is not None:
         import orjson
 
-        raw = orjson.loads(data)
+        try:
+            raw = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:  # what the first decode skipped unread (a key not UTF-8)
+            raise InputError(path, f"invalid JSON: {exc}") from None
         evs = raw["traceEvents"] if isinstance(raw, dict) else raw
         for ev in evs:
             if isinstance(ev, dict) and ev.get("cat") == "cuda_profiler_range" and ev.get("ph") == "X":
