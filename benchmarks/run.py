@@ -43,7 +43,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_SOURCE_REL = "traces/hta/negative_queue_length_values_check/rank0.json.gz"
@@ -466,30 +466,74 @@ class Bench:
         # tool left (on a VM, pages a big process freed are slow to touch again for a while).
         warmups = self.args.warmup
         for i in range(-warmups, n):
-            safe = key.replace("@", "_").replace("/", "_")
-            tag = f"warmup{i + warmups}" if i < 0 else str(i)
-            out, err = self.logs / f"{safe}.{tag}.out", self.logs / f"{safe}.{tag}.err"
-            r = run_once(cmd, cwd=REPO, env=self.env, stdout=out, stderr=err,
-                         timeout=self.args.timeout, sample_tree=sample_tree)
-            if r.timed_out:
-                res.error = f"timed out after {self.args.timeout:.0f} s"
+            if not self._once(res, i, warmups, sample_tree, ok_rc):
                 break
-            crashed = b"Traceback (most recent call last)" in err.read_bytes()[-100_000:]
-            if r.rc not in ok_rc or (r.rc != 0 and crashed):
-                why = tail(err) or tail(out) or "(no output)"
-                why = " | ".join(why.splitlines()[-3:])
-                res.error = f"not available: exit {r.rc}: {why[-300:]}"
-                break
-            if i >= 0:
-                res.runs.append(r)
+        self._done(res, shown)
+        return res
+
+    def measure_pair(self, specs: list[dict], repeats: int) -> list[Result]:
+        """Two commands run alternately (A B A B ...) after their warm-ups, for a difference or a
+        ratio of the two: on a VM whose speed drifts by 25% over minutes, runs taken side by side
+        are compared with each other, not with runs taken minutes apart."""
+        results = []
+        for sp in specs:
+            res = Result(key=sp["key"], tool=sp["tool"], label=sp["label"], cmd=sp["cmd"],
+                         file_bytes=sp["file_bytes"], where=sp["where"])
+            self.results[sp["key"]] = res
+            for p in sp.get("warm", ()):
+                _warm_cache(p)
+            results.append(res)
+        warmups = self.args.warmup
+        for sp, res in zip(specs, results):
+            for i in range(-warmups, 0):
+                if not self._once(res, i, warmups, sp.get("sample_tree", False), sp.get("ok_rc", (0,))):
+                    break
+        for i in range(repeats):
+            for sp, res in zip(specs, results):
+                if res.error is None:
+                    self._once(res, i, warmups, sp.get("sample_tree", False), sp.get("ok_rc", (0,)))
+        for res in results:
+            self._done(res, f"{res.label} [{res.where}]")
+        return results
+
+    def _once(self, res: Result, i: int, warmups: int, sample_tree: bool, ok_rc: Sequence[int]) -> bool:
+        """One run of `res.cmd` (a warm-up when i < 0); False, with res.error, when it failed."""
+        safe = res.key.replace("@", "_").replace("/", "_")
+        tag = f"warmup{i + warmups}" if i < 0 else str(i)
+        out, err = self.logs / f"{safe}.{tag}.out", self.logs / f"{safe}.{tag}.err"
+        r = run_once(res.cmd, cwd=REPO, env=self.env, stdout=out, stderr=err,
+                     timeout=self.args.timeout, sample_tree=sample_tree)
+        if r.timed_out:
+            res.error = f"timed out after {self.args.timeout:.0f} s"
+            return False
+        crashed = b"Traceback (most recent call last)" in err.read_bytes()[-100_000:]
+        if r.rc not in ok_rc or (r.rc != 0 and crashed):
+            why = tail(err) or tail(out) or "(no output)"
+            why = " | ".join(why.splitlines()[-3:])
+            res.error = f"not available: exit {r.rc}: {why[-300:]}"
+            return False
+        if i >= 0:
+            res.runs.append(r)
+        return True
+
+    def _done(self, res: Result, shown: str) -> None:
         if res.ok:
             rss = f"{res.rss_mb:8.0f} MB"
             log(f"  {shown:<50} {res.wall:8.2f} s {rss}  (n={len(res.runs)})")
         else:
             res.runs.clear()
             log(f"  {shown:<50} {res.error}")
-        return res
 
+
+def paired(a: Result | None, b: Result | None, fn: Callable[[float, float], float]) -> float | None:
+    """The median of fn(a_i, b_i) over runs taken side by side (measure_pair)."""
+    if a is None or b is None or not a.ok or not b.ok or len(a.runs) != len(b.runs):
+        return None
+    return statistics.median(fn(x.wall_s, y.wall_s) for x, y in zip(a.runs, b.runs))
+
+
+# Runs of each command in the two side-by-side measurements (at least --repeats).
+PAIRED_REPEATS = 5
 
 _SPIN = "import time\nt=time.perf_counter()\nx=0\nfor i in range(6_000_000): x+=i*i\nprint(time.perf_counter()-t)"
 
@@ -586,7 +630,9 @@ def write_report(b: Bench, out: Path, meta: dict) -> list[tuple[str, str, str, s
         f"({'QUICK smoke run: ~20 MB, 1 repeat; not a real measurement' if a.quick else 'full run'}).")
     add("Whole processes, cold interpreter each time, files in the page cache; "
         f"median of {a.repeats} repeat(s) (HTA: {meta['hta_repeats']}), each command after "
-        f"{a.warmup} discarded warm-up run(s) of itself. "
+        f"{a.warmup} discarded warm-up run(s) of itself; the plain/.gz and --jobs 1/2 pairs are run "
+        f"alternately, {meta['pairs']} times each, and their targets are medians of the side-by-side "
+        "differences and ratios. "
         "Peak RSS = `ru_maxrss` of the child from `os.wait4` "
         "(the largest single process, worker processes included as their own maxima).")
     add("")
@@ -599,7 +645,7 @@ def write_report(b: Bench, out: Path, meta: dict) -> list[tuple[str, str, str, s
     add("| input | file MB | tool | wall s | peak RSS MB | RSS / file |")
     add("|---|---:|---|---:|---:|---:|")
     order = ["simdjson", "orjson", "check", "summary", "hta"]
-    keys = [f"{t}@{s}" for s in sizes for t in order] + ["gunzip", "check.gz", "jobs1", "jobs2"]
+    keys = [f"{t}@{s}" for s in sizes for t in order] + ["gunzip", "check.plain", "check.gz", "jobs1", "jobs2"]
     unavailable: dict[str, list[str]] = {}
     for k in keys:
         r = R.get(k)
@@ -671,14 +717,16 @@ def write_report(b: Bench, out: Path, meta: dict) -> list[tuple[str, str, str, s
                      verdict(v, tgt, True)))
     g = R.get("gunzip")
     dec = g.inner if g and g.ok else None
-    over = None
-    if wall("check.gz") is not None and wall(f"check@{small}") is not None:
-        over = wall("check.gz") - wall(f"check@{small}")  # type: ignore[operator]
-    rows.append((f".json.gz overhead of perflint check, {small} MB (s)", _f(over),
+    over = paired(R.get("check.gz"), R.get("check.plain"), lambda x, y: x - y)
+    n_pairs = len(R["check.gz"].runs) if R.get("check.gz") and R["check.gz"].ok else 0
+    rows.append((f".json.gz overhead of perflint check, {small} MB (s): median of {n_pairs} differences "
+                 "of runs taken alternately with the plain file's", _f(over),
                  f"≤ decompression {_f(dec)} s",
                  "n/a" if over is None or dec is None else verdict(over, dec, True)))
-    v = div(wall("jobs1"), wall("jobs2"))
-    rows.append((f"{meta['ranks']}-rank dir: --jobs 1 / --jobs 2 speedup", _f(v), "≥ 1.7",
+    v = paired(R.get("jobs1"), R.get("jobs2"), lambda x, y: x / y)
+    n_pairs = len(R["jobs1"].runs) if R.get("jobs1") and R["jobs1"].ok else 0
+    rows.append((f"{meta['ranks']}-rank dir: --jobs 1 / --jobs 2 speedup: median of {n_pairs} ratios of runs "
+                 "taken alternately", _f(v), "≥ 1.7",
                  verdict(v, 1.7, False)))
     rows.append(("context, not a target: 2 processes / 1 process throughput of a pure-Python loop "
                  "(this machine's ceiling for the speedup above)", _f(meta.get("cpu_scaling")), "-", "-"))
@@ -907,17 +955,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     b.measure("gunzip", "gunzip", f"gunzip ({'isal_zlib' if has_isal else 'zlib'}, as perflint decompresses)",
               [py, "-c", GUNZIP_SCRIPT, str(gz)], where=f"{small} MB .json.gz",
               file_bytes=gz_n, warm=[gz])
-    b.measure("check.gz", "check", "perflint check",
-              [py, "-m", "perflint", "check", str(gz)], where=f"{small} MB .json.gz",
-              file_bytes=gz_n, ok_rc=check_ok, skip_reason=dead["check"])
-
+    # The two targets that compare two perflint runs take them side by side (measure_pair).
+    pairs = max(PAIRED_REPEATS, a.repeats) if not a.quick else 1
+    plain = traces[small]
+    gz_specs = [
+        dict(key="check.plain", tool="check", label="perflint check (the plain file, run alternately with the .gz)",
+             cmd=[py, "-m", "perflint", "check", str(plain)], where=f"{small} MB", file_bytes=plain.stat().st_size,
+             ok_rc=check_ok),
+        dict(key="check.gz", tool="check", label="perflint check", cmd=[py, "-m", "perflint", "check", str(gz)],
+             where=f"{small} MB .json.gz", file_bytes=gz_n, ok_rc=check_ok),
+    ]
     rank_bytes = sum(f.stat().st_size for f in rank_dir.glob("*.json"))
-    for j in (1, 2):
-        b.measure(f"jobs{j}", "check", f"perflint check --jobs {j}",
-                  [py, "-m", "perflint", "check", str(rank_dir), "--jobs", str(j)],
-                  where=f"{a.ranks}-rank dir", file_bytes=rank_bytes, ok_rc=check_ok,
-                  sample_tree=True, warm=[rank_dir] if j == 1 else (),
-                  skip_reason=dead["check"])
+    jobs_specs = [
+        dict(key=f"jobs{j}", tool="check", label=f"perflint check --jobs {j}",
+             cmd=[py, "-m", "perflint", "check", str(rank_dir), "--jobs", str(j)], where=f"{a.ranks}-rank dir",
+             file_bytes=rank_bytes, ok_rc=check_ok, sample_tree=True, warm=[rank_dir] if j == 1 else [])
+        for j in (1, 2)
+    ]
+    for specs in (gz_specs, jobs_specs):
+        if dead["check"]:
+            for sp in specs:
+                b.measure(sp["key"], sp["tool"], sp["label"], sp["cmd"], where=sp["where"],
+                          file_bytes=sp["file_bytes"], skip_reason=dead["check"])
+        else:
+            b.measure_pair(specs, pairs)
     scaling = cpu_scaling(py)
     log(f"  two CPU-bound Python processes run at {scaling:.2f}x the throughput of one "
         "(the ceiling for any --jobs 2 speedup on this machine)")
@@ -953,6 +1014,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "date": _dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
         "sizes": a.size_list,
         "hta_repeats": hta_repeats,
+        "pairs": pairs,
         "source": short(source),
         "source_note": src_note,
         "hta_sizes_note": hta_note,
