@@ -96,23 +96,27 @@ def _read_mapping(path: Path) -> dict[str, Any]:
     return data
 
 
-def _checked(path: Path, data: dict[str, Any]) -> Config:
+def _checked(path: Path, data: dict[str, Any], spelled: dict[Any, Any]) -> Config:
     from pydantic import TypeAdapter, ValidationError
 
     try:
         return TypeAdapter(Config).validate_python(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        key = ".".join(str(p) for p in err["loc"])
+        loc = list(err["loc"])
+        if loc:
+            loc[0] = spelled.get(loc[0], loc[0])  # the key as the file spells it
+        key = ".".join(str(p) for p in loc)
         raise ConfigError(str(path), f"key '{key}': {err['msg']}") from None
 
 
 def _validate(path: Path, data: dict[str, Any]) -> Config:
     # The file's keys are spelled with dashes (fail-on) or underscores (fail_on), both taken.
-    data = {k.replace("-", "_") if isinstance(k, str) else k: v for k, v in data.items()}
+    spelled = {k.replace("-", "_") if isinstance(k, str) else k: k for k in data}
+    data = {n: data[k] for n, k in spelled.items()}
     if "source" in data:
         raise ConfigError(str(path), "key 'source': not a config key")
-    cfg = _checked(path, data) if data else Config()
+    cfg = _checked(path, data, spelled) if data else Config()
     for i, s in enumerate(cfg.suppress):
         if not s.reason.strip():
             raise ConfigError(str(path), f"key 'suppress.{i}.reason': a suppression needs a non-empty reason")

@@ -255,3 +255,11 @@ def test_pyproject_counts_only_with_a_perflint_table(tmp_path: Path) -> None:
     assert find_config(tmp_path) == pp
     pp.write_text("[tool.perflint\nselect = [\n")
     assert find_config(tmp_path) == pp
+
+
+@pytest.mark.parametrize("key", ["fail-on", "fail_on"])
+def test_config_error_names_the_key_as_the_file_spells_it(key: str, tmp_path: Path, capsys) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"{key}: sometimes\n")
+    assert main(["check", _trace(tmp_path), "--config", str(cfg)]) == 2
+    assert f"{cfg}: key '{key}': Input should be" in capsys.readouterr().err

@@ -66,11 +66,11 @@ def load_rule_file(path: Path, data: Any = None) -> Rule:
         key = _fmt_loc(tuple(err["loc"]))
         more = f" (+{len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
         raise RuleError(str(path), f"key '{key}': {err['msg']}{more}") from None
-    check_rule_against_facts(path, rule)
+    check_rule_against_facts(path, RuleCore.of(rule))
     return rule
 
 
-def check_rule_against_facts(path: Path, rule: Rule | RuleCore) -> None:
+def check_rule_against_facts(path: Path, rule: RuleCore) -> None:
     load_all()
     if rule.scope not in SOURCES and rule.scope not in RUN_SOURCES:
         known = sorted([*SOURCES, *RUN_SOURCES])

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from perflint.engine.expr import ExprError, compile_expr, names_in
+from perflint.engine.expr import ExprError, compile_expr
 from perflint.engine.rule_core import CODE_RE, NAME_RE, Severity, coerce_param
 from perflint.findings import SEVERITY_RANK
 
@@ -83,17 +83,3 @@ class Rule(BaseModel):
             except ExprError as exc:
                 raise ValueError(str(exc)) from None
         return v
-
-    @property
-    def family(self) -> str:
-        return self.code.rstrip("0123456789")
-
-    def expression_names(self) -> set[str]:
-        names: set[str] = set()
-        for text in (self.where, self.assert_, self.impact, self.min_impact_us):
-            if isinstance(text, str):
-                names |= names_in(text)
-        return names
-
-    def defaults(self) -> dict[str, Any]:
-        return {k: p.default for k, p in self.params.items()}

@@ -78,10 +78,6 @@ class RuleCore:
     params: dict[str, ParamSpec] = field(default_factory=dict)
     references: list[RefSpec] = field(default_factory=list)
 
-    @property
-    def family(self) -> str:
-        return self.code.rstrip("0123456789")
-
     def defaults(self) -> dict[str, Any]:
         return {k: p.default for k, p in self.params.items()}
 

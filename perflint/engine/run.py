@@ -16,6 +16,7 @@ from perflint.findings import Finding, RuleStatus, TraceResult
 from perflint.metrics.summary import summarize
 from perflint.model import Trace
 
+
 @dataclass
 class ActiveRule:
     """A rule as configured for this run: effective severity and params."""
