@@ -445,7 +445,9 @@ static int number(Scan *s, Num *out) {
 }
 
 /* A JSON number at s->p, checked against the grammar only: a value nothing reads needs no
-   conversion (a timestamp with a fraction would cost a strtod). */
+   conversion (a timestamp with a fraction would cost a strtod). A twin of number()'s scan on
+   purpose: number() with a "no conversion" flag measured 8% more instructions per slice
+   (callgrind, 356M vs 330M over 16 MB), the hot path being compiled differently. */
 static int skip_number(Scan *s) {
     const char *p = s->p, *e = s->end;
     if (p < e && *p == '-') p++;
