@@ -1262,11 +1262,10 @@ def _start_parallel(path: str, data: Any, size: int, workers: int = 0) -> _Paral
         if len(ranges) < 2:
             return None
         cuts = iter(())
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from perflint.readers.procs import slice_pool
 
     try:
-        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+        pool = slice_pool(workers)
         job = _ParallelRead(path, data, n, start, cuts, pool)
         try:
             for lo, hi in ranges:

@@ -1,0 +1,71 @@
+"""Process-level settings of the console script and the slice pool (readers/procs.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from perflint.readers.procs import RESULT_PIPE_BYTES, slice_pool, widen_result_pipe
+
+GLIBC = sys.platform.startswith("linux") and bool(os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else "")
+
+# A thread allocates, then glibc prints one block per arena in use ("Arena N:") to stderr.
+_ARENAS = """
+import ctypes, sys, threading
+from perflint.cli import _one_malloc_arena
+if sys.argv[1] == "one":
+    assert _one_malloc_arena()
+keep = []
+t = threading.Thread(target=lambda: keep.extend(bytearray(4096 + i) for i in range(2000)))
+t.start(); t.join()
+ctypes.CDLL(None).malloc_stats()
+"""
+
+
+@pytest.mark.skipif(not GLIBC, reason="glibc's allocator")
+@pytest.mark.parametrize("mode", ["one", "default"])
+def test_console_script_keeps_one_malloc_arena(mode: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != "GLIBC_TUNABLES"}
+    err = subprocess.run([sys.executable, "-c", _ARENAS, mode], env=env, capture_output=True, text=True, check=True).stderr
+    arenas = [line for line in err.splitlines() if line.startswith("Arena ")]
+    if mode == "one":
+        assert arenas == ["Arena 0:"], err
+    else:  # the control: without the setting the thread gets an arena of its own
+        assert len(arenas) >= 2, err
+
+
+def test_entry_point_sets_one_arena_before_main(monkeypatch: pytest.MonkeyPatch) -> None:
+    import perflint.cli as cli
+
+    calls: list[str] = []
+    monkeypatch.setattr(cli, "_one_malloc_arena", lambda: calls.append("arena") or True)
+    monkeypatch.setattr(cli, "main", lambda: calls.append("main") or 0)
+    monkeypatch.setattr(os, "_exit", lambda code: calls.append(f"exit {code}"))
+    cli.entry_point()
+    assert calls == ["arena", "main", "exit 0"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="F_SETPIPE_SZ is Linux's")
+def test_slice_pool_result_pipe_is_widened() -> None:
+    import fcntl
+
+    pool = slice_pool(1)
+    try:
+        size = fcntl.fcntl(pool._result_queue._reader.fileno(), fcntl.F_GETPIPE_SZ)
+        with open("/proc/sys/fs/pipe-max-size") as fh:
+            limit = int(fh.read())
+        assert size >= min(RESULT_PIPE_BYTES, limit)
+        assert size > 65536 or limit <= 65536
+        assert pool.submit(sum, [1, 2, 3]).result(timeout=60) == 6  # the pool still works
+    finally:
+        pool.shutdown(wait=True)
+
+
+def test_widen_result_pipe_declines_what_it_does_not_know() -> None:
+    class NotAnExecutor:
+        pass
+
+    assert widen_result_pipe(NotAnExecutor()) is False
