@@ -542,7 +542,7 @@ def paired(a: Result | None, b: Result | None, fn: Callable[[float, float], floa
 
 
 # Runs of each command in the two side-by-side measurements (at least --repeats).
-PAIRED_REPEATS = 5
+PAIRED_REPEATS = 9
 
 _SPIN = "import time\nt=time.perf_counter()\nx=0\nfor i in range(6_000_000): x+=i*i\nprint(time.perf_counter()-t)"
 
