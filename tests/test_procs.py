@@ -10,7 +10,15 @@ import pytest
 
 from perflint.readers.procs import RESULT_PIPE_BYTES, slice_pool, widen_result_pipe
 
-GLIBC = sys.platform.startswith("linux") and bool(os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else "")
+
+def _glibc() -> bool:
+    try:
+        return sys.platform.startswith("linux") and bool(os.confstr("CS_GNU_LIBC_VERSION"))
+    except (AttributeError, ValueError, OSError):  # musl, or no confstr
+        return False
+
+
+GLIBC = _glibc()
 
 # A thread allocates, then glibc prints one block per arena in use ("Arena N:") to stderr.
 _ARENAS = """
@@ -69,3 +77,26 @@ def test_widen_result_pipe_declines_what_it_does_not_know() -> None:
         pass
 
     assert widen_result_pipe(NotAnExecutor()) is False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="F_SETPIPE_SZ is Linux's")
+def test_widen_result_pipe_takes_what_the_system_allows(monkeypatch: pytest.MonkeyPatch) -> None:
+    import fcntl
+
+    import perflint.readers.procs as procs
+
+    real = fcntl.fcntl
+    limit = 256 << 10
+
+    def capped(fd: int, cmd: int, arg: int = 0) -> int:  # a system whose pipe-max-size is 256 KiB
+        if cmd == fcntl.F_SETPIPE_SZ and arg > limit:
+            raise PermissionError(1, "Operation not permitted")
+        return real(fd, cmd, arg)
+
+    monkeypatch.setattr(fcntl, "fcntl", capped)
+    monkeypatch.setattr(procs, "_pipe_max", lambda: limit)
+    pool = procs.slice_pool(1)
+    try:
+        assert real(pool._result_queue._reader.fileno(), fcntl.F_GETPIPE_SZ) == limit
+    finally:
+        pool.shutdown(wait=True)

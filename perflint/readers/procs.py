@@ -27,11 +27,20 @@ def widen_result_pipe(pool: Any, size: int = RESULT_PIPE_BYTES) -> bool:
     try:
         import fcntl
 
-        reader = pool._result_queue._reader  # the executor's private SimpleQueue (CPython 3.8+)
-        fcntl.fcntl(reader.fileno(), fcntl.F_SETPIPE_SZ, size)
-        return bool(fcntl.fcntl(reader.fileno(), fcntl.F_GETPIPE_SZ) >= size)
+        fd = pool._result_queue._reader.fileno()  # the executor's private SimpleQueue (CPython 3.8+)
+        try:
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)
+        except PermissionError:  # above this system's limit: as much as it allows
+            size = min(size, _pipe_max())
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)
+        return bool(fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ) >= size)
     except (AttributeError, ImportError, OSError, ValueError):
         return False
+
+
+def _pipe_max() -> int:
+    with open("/proc/sys/fs/pipe-max-size", "rb") as fh:
+        return int(fh.read())
 
 
 __all__ = ["RESULT_PIPE_BYTES", "slice_pool", "widen_result_pipe"]
