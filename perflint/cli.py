@@ -63,6 +63,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
 
 
+_M_ARENA_MAX = -8  # glibc malloc.h
+
+
 def _one_malloc_arena() -> bool:
     """glibc gives each thread that allocates its own arena, and memory freed in one is reused
     only by it. A big .gz is merged by a reader thread (readers/kineto.py): the analysis that
@@ -79,9 +82,6 @@ def _one_malloc_arena() -> bool:
         return bool(ctypes.CDLL(None).mallopt(_M_ARENA_MAX, 1))
     except (AttributeError, OSError, ValueError):
         return False
-
-
-_M_ARENA_MAX = -8  # glibc malloc.h
 
 
 def entry_point() -> None:
