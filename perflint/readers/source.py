@@ -125,7 +125,7 @@ class GzipStream:
         self.ok = True
         self.head = b""  # the first bytes, kept when the ring starts (the metadata before the array)
         self._whole: bytes | bytearray | None = None
-        self._rd, self._src = _gzip_reader(fh)
+        self._rd = _gzip_reader(fh)
 
     def use_ring(self, capacity: int) -> bool:
         """From now on, decompress into a shared ring of `capacity` bytes; the head buffer is
@@ -184,7 +184,7 @@ class GzipStream:
         if not self.fill(self.size):
             return False
         try:
-            more = self._rd.read(1) or (self._src is None and self.fh.read(1))
+            more = self._rd.read(1) or self.fh.read(1)
         except (EOFError, OSError, *ZLIB_ERRORS):
             more = b"?"
         if more:
@@ -203,7 +203,8 @@ class GzipStream:
                         self.buf.close()
                     self._whole = read_bytes(self.path)  # the reference path, and its one-line errors
             finally:
-                self._close_input()
+                self.fh.close()
+                self._rd = None
             self.buf, self.cap, self.ring, self.head = self._whole, len(self._whole), False, b""
         return self._whole
 
@@ -212,24 +213,14 @@ class GzipStream:
         return self.fill(_BLANK_PROBE) and not self.buf[: min(_BLANK_PROBE, self.filled)].isspace()
 
     def __del__(self) -> None:
-        if getattr(self, "fh", None) is not None:  # dropped early (its format refused): no unclosed-file warning
-            self._close_input()
-
-    def _close_input(self) -> None:
-        self._rd = None  # the reader holds a view of the map: it goes first
-        src, self._src = getattr(self, "_src", None), None
-        if src is not None:
-            view, mm = src
-            try:
-                view.release()
-                mm.close()
-            except BufferError:  # still read somewhere: the map goes with its last user
-                pass
-        self.fh.close()
+        fh = getattr(self, "fh", None)
+        if fh is not None:  # a stream dropped early (its format refused): no unclosed-file warning
+            fh.close()
 
     def close(self) -> None:
         """Give the memory back (the trace's tables do not refer to it)."""
-        self._close_input()
+        self.fh.close()
+        self._rd = None
         if self.ring:
             self.buf.close()
         self.buf = self._whole = None
@@ -289,28 +280,22 @@ class GzipStream:
         return bytes(self.complete())
 
 
-def _gzip_reader(fh: Any) -> tuple[Any, tuple[memoryview, mmap.mmap] | None]:
-    """A reader whose readinto decompresses straight into the caller's buffer, and the map it
-    reads (None: it reads `fh`). python-isal's C reader over a map of the compressed file takes
-    no Python-level reads, so it holds the GIL only between calls: while the main thread loads
-    the rules it decompressed 200 MB in 0.16 s, where a GzipFile over `fh` (a read call into
-    Python every 512 KiB, each waiting for the GIL) took 0.46-0.62 s, and 0.08 s against 0.13 s
-    alone. zlib, or no map: GzipFile (a decompressobj's fresh outputs, each faulted in and copied
-    into the ring, cost twice the CPU)."""
+def _gzip_reader(fh: Any) -> Any:
+    """A reader whose readinto decompresses straight into the caller's buffer. python-isal's C
+    reader, fed 8 MB of compressed input at a time, holds the GIL only between calls: while the
+    main thread loads the rules it decompressed 200 MB in 0.16 s, where a GzipFile (a read call
+    into Python every 512 KiB, each waiting for the GIL) took 0.46-0.62 s, and 0.07-0.09 s
+    against 0.13 s alone. zlib: GzipFile (a decompressobj's fresh outputs, each faulted in and
+    copied into the ring, cost twice the CPU)."""
     if _gzip is not gzip:
-        try:
-            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        except (OSError, ValueError, AttributeError):
-            mm = None
-        if mm is not None:
-            view = memoryview(mm)
-            return _zlib._GzipReader(view), (view, mm)  # type: ignore[attr-defined]
-    return _gzip.GzipFile(fileobj=fh, mode="rb"), None
+        return _zlib._GzipReader(fh, GZ_INPUT_BYTES)  # type: ignore[attr-defined]
+    return _gzip.GzipFile(fileobj=fh, mode="rb")
 
 
 GZ_STREAM_MIN_BYTES = 64 << 20  # uncompressed size (the gzip trailer's) from which a .gz is streamed
 MAX_DEFLATE_RATIO = 1032  # deflate cannot expand data more than about 1032 times
 GZ_STEP_BYTES = 16 << 20  # one GIL hand-over per step in the reader thread
+GZ_INPUT_BYTES = 8 << 20  # compressed input per read call (python-isal's reader)
 GZ_HEAD_BYTES = 2 << 20  # decompressed before the reader picks ring or private buffer
 _BLANK_PROBE = 1024
 
