@@ -324,6 +324,7 @@ def streamed(monkeypatch: pytest.MonkeyPatch) -> None:
     """Stream every .gz (not only big ones) and read its slices in two workers."""
     monkeypatch.setattr(source, "GZ_STREAM_MIN_BYTES", 1)
     monkeypatch.setattr(source, "GZ_STEP_BYTES", 4096)
+    monkeypatch.setattr(source, "GZ_INPUT_BYTES", 512)  # the compressed input is read in many pieces
     # A ring smaller than the file (it wraps), after a small head holding the traceEvents key.
     monkeypatch.setattr(source, "GZ_HEAD_BYTES", 8192)
     monkeypatch.setattr(chunked, "_HEAD_SCAN", 4096)
