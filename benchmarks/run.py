@@ -19,6 +19,8 @@ and peak RSS (``os.wait4`` rusage of the child), median of the repeats, each com
 * ``check.gz``   perflint check of a ``.json.gz`` copy of the smallest trace, next to
                  the time to gunzip it
 * ``jobs1/2``    perflint check of a 16-rank directory, ``--jobs 1`` vs ``--jobs 2``
+* ``bigjobs1/2``  the same on 16 copies of a bigger real trace (context: how much of the
+                 speedup the fixed start-up of a run takes on small rank files)
 
 and writes BENCHMARKS.md with the table, the issue's target ratios (PASS/FAIL), the
 machine, the versions and the exact commands.  A tool whose command fails is reported
@@ -47,6 +49,9 @@ from typing import Callable, Sequence
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_SOURCE_REL = "traces/hta/negative_queue_length_values_check/rank0.json.gz"
+# The biggest real GPU trace in the corpus (54 MB uncompressed): rank files twice the size of the
+# default source's, for the --jobs speedup where a run's start-up weighs less.
+DEFAULT_BIG_RANK_SOURCE_REL = "traces/hta/df_index_resolver/df_index_resolver.json.gz"
 DEFAULT_HTA_PYTHON = "/work/htavenv/bin/python"
 MB = 1_000_000  # sizes are in MB = 1e6 bytes, as scale_trace.py's --target-mb
 GZ_LEVEL = 6
@@ -314,9 +319,10 @@ def build_gz(src_json: Path) -> Path:
     return dst
 
 
-def build_rank_dir(src: Path, workdir: Path, ranks: int) -> Path:
-    """``ranks`` copies of the source trace, distributedInfo.rank = 0..ranks-1."""
-    d = workdir / f"ranks{ranks}"
+def build_rank_dir(src: Path, workdir: Path, ranks: int, name: str | None = None) -> Path:
+    """``ranks`` copies of the source trace, distributedInfo.rank = 0..ranks-1, in
+    ``workdir/name`` (default ``ranks<N>``)."""
+    d = workdir / (name or f"ranks{ranks}")
     meta = {"src": _digest(src), "ranks": ranks}
     stamp = workdir / f"{d.name}.meta.json"  # outside d: the directory holds rank files only
     try:
@@ -621,6 +627,10 @@ def _f(x: float | None, spec: str = ".2f") -> str:
     return "—" if x is None else format(x, spec)
 
 
+def _is_jobs(key: str) -> bool:
+    return key.startswith(("jobs", "bigjobs"))
+
+
 def verdict(value: float | None, target: float, le: bool) -> str:
     if value is None:
         return "n/a"
@@ -653,7 +663,8 @@ def write_report(b: Bench, out: Path, meta: dict) -> list[tuple[str, str, str, s
     add("| input | file MB | tool | wall s | peak RSS MB | RSS / file |")
     add("|---|---:|---|---:|---:|---:|")
     order = ["simdjson", "orjson", "check", "summary", "hta"]
-    keys = [f"{t}@{s}" for s in sizes for t in order] + ["gunzip", "check.plain", "check.gz", "jobs1", "jobs2"]
+    keys = [f"{t}@{s}" for s in sizes for t in order] + ["gunzip", "check.plain", "check.gz", "jobs1", "jobs2",
+                                                         "bigjobs1", "bigjobs2"]
     unavailable: dict[str, list[str]] = {}
     for k in keys:
         r = R.get(k)
@@ -671,11 +682,11 @@ def write_report(b: Bench, out: Path, meta: dict) -> list[tuple[str, str, str, s
             continue
         rss = _f(r.rss_mb, ".0f")
         per_file = (f"{r.rss_mb / fmb:.2f}×" if fmb and r.rss_mb and not is_gz
-                    and not k.startswith("jobs") else "")
+                    and not _is_jobs(k) else "")
         label = r.label
         if k == "gunzip" and r.inner is not None:
             label += f" (decompression alone {r.inner:.2f} s)"
-        if k.startswith("jobs") and r.tree_rss_mb is not None:
+        if _is_jobs(k) and r.tree_rss_mb is not None:
             rss += f" (all processes {r.tree_rss_mb:.0f})"
         add(f"| {r.where} | {size} | {label} | {_f(r.wall)} | {rss} | {per_file} |")
     add("")
@@ -741,8 +752,16 @@ def write_report(b: Bench, out: Path, meta: dict) -> list[tuple[str, str, str, s
     rows.append(("context, not a target: 2 forked processes / 1 process on perflint's own per-trace work "
                  "(read + check of the same rank files in one warm interpreter: no start-up, rule loading "
                  "or pool; the shared cache and memory included)", _f(meta.get("work_scaling")), "-", "-"))
+    v = paired(R.get("bigjobs1"), R.get("bigjobs2"), lambda x, y: x / y)
+    if R.get("bigjobs1") is not None:
+        n_pairs = len(R["bigjobs1"].runs) if R["bigjobs1"].ok else 0
+        rows.append((f"context, not a target: the same speedup on {meta['ranks']} copies of a bigger real trace "
+                     f"({meta['big_source_note']}; median of {n_pairs} ratios): the run's fixed start-up "
+                     "(interpreter, imports, rules, each worker's first trace) weighs less",
+                     _f(v), "-", "-"))
     ident = meta.get("jobs_identical")
-    rows.append(("--jobs 2 output byte-identical to --jobs 1", ident or "n/a", "yes",
+    rows.append(("--jobs 2 output byte-identical to --jobs 1" + (" (both rank directories)" if R.get("bigjobs1") else ""),
+                 ident or "n/a", "yes",
                  "n/a" if ident is None else ("PASS" if ident == "yes" else "FAIL")))
     for row in rows:
         add("| " + " | ".join(row) + " |")
@@ -839,6 +858,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="runs per HTA measurement (default --repeats)")
     p.add_argument("--ranks", type=int, default=16,
                    help="rank files in the --jobs directory (default 16)")
+    p.add_argument("--big-rank-source", type=Path, default=None,
+                   help="real trace copied into the second, context-only --jobs directory "
+                        f"(default <shared>/{DEFAULT_BIG_RANK_SOURCE_REL})")
+    p.add_argument("--skip-big-ranks", action="store_true",
+                   help="do not measure --jobs on the second rank directory")
     p.add_argument("--timeout", type=float, default=1800.0,
                    help="per-process limit in seconds (default 1800)")
     p.add_argument("--out", type=Path, default=REPO / "BENCHMARKS.md",
@@ -899,6 +923,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     gen_cmds.append(f"# $W/{rank_dir.name}/rank{{0..{a.ranks - 1}}}.json: the source trace "
                     "uncompressed, distributedInfo.rank = i, world_size = "
                     f"{a.ranks}")
+    big_source = (a.big_rank_source or shared / DEFAULT_BIG_RANK_SOURCE_REL).resolve()
+    big_rank_dir: Path | None = None
+    if not a.skip_big_ranks:
+        if big_source.exists():
+            big_rank_dir = build_rank_dir(big_source, workdir, a.ranks, f"ranks{a.ranks}_big")
+            gen_cmds.append(f"# $W/{big_rank_dir.name}/rank{{0..{a.ranks - 1}}}.json: the same from "
+                            f"{short(big_source)}")
+        else:
+            log(f"warning: {big_source} not found: the second rank directory is not measured")
 
     b = Bench(a, workdir)
     py = a.python
@@ -982,7 +1015,19 @@ def main(argv: Sequence[str] | None = None) -> int:
              file_bytes=rank_bytes, ok_rc=check_ok, sample_tree=True, warm=[rank_dir] if j == 1 else [])
         for j in (1, 2)
     ]
-    for specs in (gz_specs, jobs_specs):
+    big_specs = []
+    if big_rank_dir is not None:
+        big_bytes = sum(f.stat().st_size for f in big_rank_dir.glob("*.json"))
+        big_specs = [
+            dict(key=f"bigjobs{j}", tool="check", label=f"perflint check --jobs {j}",
+                 cmd=[py, "-m", "perflint", "check", str(big_rank_dir), "--jobs", str(j)],
+                 where=f"{a.ranks}-rank dir, bigger ranks", file_bytes=big_bytes, ok_rc=check_ok, sample_tree=True,
+                 warm=[big_rank_dir] if j == 1 else [])
+            for j in (1, 2)
+        ]
+    for specs in (gz_specs, jobs_specs, big_specs):
+        if not specs:
+            continue
         if dead["check"]:
             for sp in specs:
                 b.measure(sp["key"], sp["tool"], sp["label"], sp["cmd"], where=sp["where"],
@@ -998,10 +1043,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     wscaling = work_scaling(py, sorted(rank_dir.glob("*.json")), b.env)
     log(f"  perflint's per-trace work in two forked processes: {_f(wscaling)}x one")
     ident: str | None = None
-    if b.results["jobs1"].ok and b.results["jobs2"].ok:
-        o1 = (b.logs / "jobs1.0.out").read_bytes()
-        o2 = (b.logs / "jobs2.0.out").read_bytes()
-        ident = "yes" if o1 == o2 else "no"
+    for key in ("jobs", "bigjobs"):
+        r1, r2 = b.results.get(f"{key}1"), b.results.get(f"{key}2")
+        if r1 is None or r2 is None or not r1.ok or not r2.ok:
+            continue
+        same = (b.logs / f"{key}1.0.out").read_bytes() == (b.logs / f"{key}2.0.out").read_bytes()
+        ident = "no" if not same or ident == "no" else "yes"
 
     versions = py_versions(py, ["perflint", "orjson", "pysimdjson", "msgspec", "numpy"])
     versions.pop("perflint", None)
@@ -1015,6 +1062,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{_uncompressed_mb(source):.1f} MB uncompressed")
     if a.source:
         src_note = f"{_uncompressed_mb(source):.1f} MB uncompressed"
+    big_note = ""
+    if big_rank_dir is not None:
+        per_rank = sum(f.stat().st_size for f in big_rank_dir.glob("*.json")) / a.ranks / MB
+        big_note = f"`{short(big_source)}`, {per_rank:.0f} MB per rank file against {rank_bytes / a.ranks / MB:.0f} MB"
     above = [s for s in a.size_list if s > 200]
     if a.skip_hta:
         hta_note = "not run (--skip-hta)"
@@ -1034,6 +1085,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "hta_ratio_size": min(hta_sizes, key=lambda s: abs(s - 200)),
         "ranks": a.ranks,
         "jobs_identical": ident,
+        "big_source_note": big_note,
         "cpu_scaling": scaling,
         "work_scaling": wscaling,
         "machine": machine_info(),
