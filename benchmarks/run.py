@@ -1025,23 +1025,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         dict(key="check.gz", tool="check", label="perflint check", cmd=[py, "-m", "perflint", "check", str(gz)],
              where=f"{small} MB .json.gz", file_bytes=gz_n, ok_rc=check_ok),
     ]
-    rank_bytes = sum(f.stat().st_size for f in rank_dir.glob("*.json"))
-    jobs_specs = [
-        dict(key=f"jobs{j}", tool="check", label=f"perflint check --jobs {j}",
-             cmd=[py, "-m", "perflint", "check", str(rank_dir), "--jobs", str(j)], where=f"{a.ranks}-rank dir",
-             file_bytes=rank_bytes, ok_rc=check_ok, sample_tree=True, warm=[rank_dir] if j == 1 else [])
-        for j in (1, 2)
-    ]
-    big_specs = []
-    if big_rank_dir is not None:
-        big_bytes = sum(f.stat().st_size for f in big_rank_dir.glob("*.json"))
-        big_specs = [
-            dict(key=f"bigjobs{j}", tool="check", label=f"perflint check --jobs {j}",
-                 cmd=[py, "-m", "perflint", "check", str(big_rank_dir), "--jobs", str(j)],
-                 where=f"{a.ranks}-rank dir, bigger ranks", file_bytes=big_bytes, ok_rc=check_ok, sample_tree=True,
-                 warm=[big_rank_dir] if j == 1 else [])
-            for j in (1, 2)
-        ]
+    def dir_bytes(d: Path) -> int:
+        return sum(f.stat().st_size for f in d.glob("*.json"))
+
+    def jobs_pair(prefix: str, d: Path, where: str) -> list[dict]:
+        """`perflint check d --jobs 1` and `--jobs 2`, for measure_pair."""
+        return [dict(key=f"{prefix}{j}", tool="check", label=f"perflint check --jobs {j}",
+                     cmd=[py, "-m", "perflint", "check", str(d), "--jobs", str(j)], where=where,
+                     file_bytes=dir_bytes(d), ok_rc=check_ok, sample_tree=True, warm=[d] if j == 1 else [])
+                for j in (1, 2)]
+
+    rank_bytes = dir_bytes(rank_dir)
+    jobs_specs = jobs_pair("jobs", rank_dir, f"{a.ranks}-rank dir")
+    big_specs = [] if big_rank_dir is None else jobs_pair("bigjobs", big_rank_dir, f"{a.ranks}-rank dir, bigger ranks")
     for specs in (gz_specs, jobs_specs, big_specs):
         if not specs:
             continue
@@ -1081,7 +1077,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         src_note = f"{_uncompressed_mb(source):.1f} MB uncompressed"
     big_note = ""
     if big_rank_dir is not None:
-        per_rank = sum(f.stat().st_size for f in big_rank_dir.glob("*.json")) / a.ranks / MB
+        per_rank = dir_bytes(big_rank_dir) / a.ranks / MB
         big_note = f"`{short(big_source)}`, {per_rank:.0f} MB per rank file against {rank_bytes / a.ranks / MB:.0f} MB"
     above = [s for s in a.size_list if s > 200]
     if a.skip_hta:
