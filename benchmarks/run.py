@@ -1030,13 +1030,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def jobs_pair(prefix: str, d: Path, where: str) -> list[dict]:
         """`perflint check d --jobs 1` and `--jobs 2`, for measure_pair."""
+        n = dir_bytes(d)
         return [dict(key=f"{prefix}{j}", tool="check", label=f"perflint check --jobs {j}",
                      cmd=[py, "-m", "perflint", "check", str(d), "--jobs", str(j)], where=where,
-                     file_bytes=dir_bytes(d), ok_rc=check_ok, sample_tree=True, warm=[d] if j == 1 else [])
+                     file_bytes=n, ok_rc=check_ok, sample_tree=True, warm=[d] if j == 1 else [])
                 for j in (1, 2)]
 
-    rank_bytes = dir_bytes(rank_dir)
     jobs_specs = jobs_pair("jobs", rank_dir, f"{a.ranks}-rank dir")
+    rank_bytes = jobs_specs[0]["file_bytes"]
     big_specs = [] if big_rank_dir is None else jobs_pair("bigjobs", big_rank_dir, f"{a.ranks}-rank dir, bigger ranks")
     for specs in (gz_specs, jobs_specs, big_specs):
         if not specs:
@@ -1077,7 +1078,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         src_note = f"{_uncompressed_mb(source):.1f} MB uncompressed"
     big_note = ""
     if big_rank_dir is not None:
-        per_rank = dir_bytes(big_rank_dir) / a.ranks / MB
+        per_rank = big_specs[0]["file_bytes"] / a.ranks / MB
         big_note = f"`{short(big_source)}`, {per_rank:.0f} MB per rank file against {rank_bytes / a.ranks / MB:.0f} MB"
     above = [s for s in a.size_list if s > 200]
     if a.skip_hta:
