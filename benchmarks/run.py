@@ -1014,7 +1014,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   label=f"gunzip ({'python-isal' if has_isal else 'zlib'} gzip reader into a reused buffer, "
                         "as perflint decompresses; run in turn with the plain and .gz checks)",
                   cmd=[py, "-c", GUNZIP_SCRIPT, str(gz)], where=f"{small} MB .json.gz", file_bytes=gz_n, warm=[gz])
-    # The two targets that compare two perflint runs take them side by side (measure_pair); the
+    # The targets that compare two runs take them side by side (measure_pair; HTA's above); the
     # decompression the .gz overhead is held to runs in the same rounds, under the same load.
     pairs = max(PAIRED_REPEATS, a.repeats) if not a.quick else 1
     plain = traces[small]
