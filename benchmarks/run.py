@@ -17,7 +17,8 @@ and peak RSS (``os.wait4`` rusage of the child), median of the repeats, each com
 * ``summary``    ``python -m perflint summary TRACE --format json``
 * ``hta``        HTA ``TraceAnalysis`` load + ``get_temporal_breakdown()``
 * ``check.gz``   perflint check of a ``.json.gz`` copy of the smallest trace, next to
-                 the time to gunzip it
+                 the time to gunzip it (as the reader does, and with ``gzip -dc`` and
+                 python-isal's ``igzip -dc`` as whole processes: context)
 * ``jobs1/2``    perflint check of a 16-rank directory, ``--jobs 1`` vs ``--jobs 2``
 * ``bigjobs1/2``  the same on 16 copies of a bigger real trace (context: how much of the
                  speedup the fixed start-up of a run takes on small rank files)
@@ -1024,16 +1025,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Context for the .gz target: the same file through standalone gzip tools, as whole processes
     # to /dev/null (exec: the measured process is the tool). `gzip -dc` is the decompression the
     # issue's premise measured (2.5 s per GB); python-isal's `igzip` is the fastest tool here.
-    gz_tools = []
-    if shutil.which("gzip"):
-        gz_tools.append(dict(key="gunzip.gzip", tool="gunzip", label="`gzip -dc` to /dev/null (the standard tool)",
-                             cmd=["sh", "-c", 'exec gzip -dc "$0" >/dev/null', str(gz)],
-                             where=f"{small} MB .json.gz", file_bytes=gz_n, warm=[gz]))
-    if has_isal:
-        gz_tools.append(dict(key="gunzip.igzip", tool="gunzip",
-                             label="`python -m isal.igzip -dc` to /dev/null (python-isal's tool)",
-                             cmd=["sh", "-c", 'exec "$0" -m isal.igzip -dc "$1" >/dev/null', py, str(gz)],
-                             where=f"{small} MB .json.gz", file_bytes=gz_n, warm=[gz]))
+    gz_tools = [dict(key=key, tool="gunzip", label=label, where=f"{small} MB .json.gz", file_bytes=gz_n, warm=[gz],
+                     cmd=["sh", "-c", f'exec {tool} -dc "$0" >/dev/null', str(gz)])
+                for key, tool, label, there in (
+                    ("gunzip.gzip", "gzip", "`gzip -dc` to /dev/null (the standard tool)", shutil.which("gzip")),
+                    ("gunzip.igzip", f"{shlex.quote(py)} -m isal.igzip",
+                     "`python -m isal.igzip -dc` to /dev/null (python-isal's tool)", has_isal))
+                if there]
     # The targets that compare two runs take them side by side (measure_pair; HTA's above); the
     # decompression the .gz overhead is held to runs in the same rounds, under the same load.
     pairs = max(PAIRED_REPEATS, a.repeats) if not a.quick else 1
