@@ -648,6 +648,13 @@ def _shown(value: float | None, target: float, le: bool, digits: int = 2) -> str
     return text
 
 
+def _digits_apart(x: float | None, y: float | None, digits: int = 2) -> int:
+    """Decimals that show `x` and `y` as different figures (the .gz overhead against its reference)."""
+    while None not in (x, y) and x != y and digits < 6 and _f(x, f".{digits}f") == _f(y, f".{digits}f"):
+        digits += 1
+    return digits
+
+
 def write_report(b: Bench, out: Path, meta: dict) -> list[tuple[str, str, str, str]]:
     a, R = b.args, b.results
     sizes: list[int] = meta["sizes"]
@@ -756,9 +763,7 @@ def write_report(b: Bench, out: Path, meta: dict) -> list[tuple[str, str, str, s
     dec = g.inner if g and g.ok else None
     over = paired(R.get("check.gz"), R.get("check.plain"), lambda x, y: x - y)
     n_pairs = len(R["check.gz"].runs) if R.get("check.gz") and R["check.gz"].ok else 0
-    digits = 2  # both to as many digits as it takes to tell them apart
-    while None not in (over, dec) and over != dec and digits < 6 and _f(over, f".{digits}f") == _f(dec, f".{digits}f"):
-        digits += 1
+    digits = _digits_apart(over, dec)
     rows.append((f".json.gz overhead of perflint check, {small} MB (s): median of {n_pairs} differences "
                  "of runs taken alternately with the plain file's", _f(over, f".{digits}f"),
                  f"≤ decompression {_f(dec, f'.{digits}f')} s",
@@ -768,7 +773,7 @@ def write_report(b: Bench, out: Path, meta: dict) -> list[tuple[str, str, str, s
         t = wall(key)
         if t is not None:
             rows.append((f"context, not a target: the same overhead against {name}, as a whole process "
-                         f"({_f(t)} s)", _f(over), f"≤ {_f(t)} s", "-"))
+                         f"({_f(t)} s)", _f(over, f".{digits}f"), f"≤ {_f(t)} s", "-"))
     v = paired(R.get("jobs1"), R.get("jobs2"), lambda x, y: x / y)
     n_pairs = len(R["jobs1"].runs) if R.get("jobs1") and R["jobs1"].ok else 0
     rows.append((f"{meta['ranks']}-rank dir: --jobs 1 / --jobs 2 speedup: median of {n_pairs} ratios of runs "
