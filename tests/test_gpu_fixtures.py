@@ -261,7 +261,7 @@ def test_reader_keeps_every_timed_gpu_activity(name: str) -> None:
 def test_dim001_names_the_narrow_kernel_odd_dims_fall_back_to(report: dict[str, dict[str, Any]]) -> None:
     found = _findings(report, "regress_head", "DIM001")
     raw = {e["name"] for e in _raw("regress_head") if e.get("cat") == "kernel" and "_align2" in e["name"]}
-    noted = [f for f in found if "with 2-element loads instead of 8-element ones" in f["message"]]
+    noted = [f for f in found if "(2-element loads instead of 8)" in f["message"]]
     assert noted and raw
     for f in noted:
         assert f["evidence"]["kernel_align"] == 2 and f["evidence"]["kernel"] in raw

@@ -118,12 +118,14 @@ def test_dim001_names_bert_h100_mm_addmm_shapes(capsys: pytest.CaptureFixture[st
             assert e["args"]["Input type"][1] == "c10::BFloat16"
             shapes.add(json.dumps(dims))
     assert len(shapes) == 4
-    found = _check(path, "DIM001", capsys)
-    assert {json.dumps(f["input_dims"]) for f in found} == shapes
-    assert all(f["op"] == "aten::addmm" for f in found)
-    vocab = next(f for f in found if f["input_dims"][0] == [30522])
-    assert vocab["evidence"]["misaligned_dims"] == ["M=141", "N=30522"]
-    assert "pad to [[30528], [144, 512], [512, 30528], [], []]" in vocab["message"]
+    (found,) = _check(path, "DIM001", capsys)  # one finding: the trace's misaligned bf16 shapes
+    items = found["evidence"]["top_items"]
+    assert {json.dumps(i["input_dims"]) for i in items} == shapes
+    assert all(i["op"] == "aten::addmm" for i in items) and found["evidence"]["items"] == 4
+    vocab = next(i for i in items if i["input_dims"][0] == [30522])
+    assert vocab["misaligned_dims"] == ["M=141", "N=30522"]
+    assert "(141, 30522)" in found["message"]
+    assert "[[30528], [144, 512], [512, 30528], [], []]" in found["fix"]
 
 
 def test_dim001_cpu_trace_uses_cpu_time(capsys: pytest.CaptureFixture[str]) -> None:
@@ -136,7 +138,8 @@ def test_dim001_cpu_trace_uses_cpu_time(capsys: pytest.CaptureFixture[str]) -> N
     assert [f["input_dims"] for f in found] == [[[37], [30, 100], [100, 37], [], []]]
     ev = found[0]["evidence"]
     assert ev["time_basis"] == "cpu" and ev["misaligned_dims"] == ["M=30", "N=37", "K=100"]
-    assert "[[40], [32, 104], [104, 40], [], []]" in found[0]["message"]
+    assert "pad M 30->32, N 37->40, K 100->104" in found[0]["message"]
+    assert "[[40], [32, 104], [104, 40], [], []]" in found[0]["fix"]
 
 
 def test_tc001_inference_rank_1_gemmk1(capsys: pytest.CaptureFixture[str]) -> None:

@@ -24,6 +24,10 @@ def explain(rule: RuleCore) -> str:
         lines.append(f"Evidence: {', '.join(rule.measure)}")
     if rule.impact:
         lines.append(f"Recoverable time (us): {rule.impact.strip()}; findings under {rule.min_impact_us} us stay quiet")
+    if rule.group is not None:
+        lines.append(f"Findings: {_grouping(rule)}")
+    for cap in rule.at_most:
+        lines.append(f"Severity: at most {cap.severity} where {cap.when}")
     if rule.params:
         lines += ["", "Params (thresholds):"]
         for k, p in rule.params.items():
@@ -34,6 +38,14 @@ def explain(rule: RuleCore) -> str:
         lines += ["", "References:", *(f"  - {r.title}: {r.url}" for r in rule.references)]
     lines += ["", "Message:", "  " + " ".join(rule.message.split())]
     return "\n".join(lines) + "\n"
+
+
+def _grouping(rule: RuleCore) -> str:
+    g = rule.group
+    assert g is not None
+    by = f"one per {', '.join(g.by)}" if g.by else "one per trace"
+    summed = f"; {', '.join(g.sum)} summed over the grouped rows" if g.sum else ""
+    return f"{by}{summed}; the {g.top} rows with the most impact listed in the evidence"
 
 
 def markdown(rules: list[RuleCore]) -> str:
@@ -54,6 +66,10 @@ def markdown(rules: list[RuleCore]) -> str:
             out.append(f"- **Needs**: {', '.join(r.requires)} (otherwise skipped, with the reason)")
         if r.impact:
             out.append(f"- **Recoverable time**: `{r.impact.strip()}` µs (quiet below `{r.min_impact_us}` µs)")
+        if r.group is not None:
+            out.append(f"- **Findings**: {_grouping(r)}")
+        for cap in r.at_most:
+            out.append(f"- **Severity**: at most {cap.severity} where `{cap.when}`")
         if r.params:
             out += ["", "| param | type | default | meaning | source |", "|---|---|---|---|---|"]
             for k, p in r.params.items():

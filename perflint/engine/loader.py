@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from perflint.engine.rule_core import RuleCore
+from perflint.engine.rule_core import ENGINE_FIELDS, RuleCore
 from perflint.errors import RuleError
 from perflint.facts import RUN_SOURCES, SOURCES, fields_of, load_all
 
@@ -79,13 +79,28 @@ def check_rule_against_facts(path: Path, rule: RuleCore) -> None:
     clash = fields & set(rule.params)
     if clash:
         raise RuleError(str(path), f"key 'params': {', '.join(sorted(clash))} shadows a field of scope '{rule.scope}'")
-    unknown = rule.expression_names() - fields - set(rule.params)
+    unknown = rule.expression_names() - fields - set(rule.params) - set(ENGINE_FIELDS)
     if unknown:
         raise RuleError(
             str(path),
             f"key 'where/assert/impact': unknown name(s) {', '.join(sorted(unknown))} "
             f"(not a param, nor a field of scope '{rule.scope}')",
         )
+    try:
+        names = rule.template_names()
+    except ValueError as exc:
+        raise RuleError(str(path), f"key 'message/fix': {exc}") from None
+    unknown = names - fields - set(rule.params) - set(ENGINE_FIELDS)
+    if unknown:
+        raise RuleError(
+            str(path),
+            f"key 'message/fix': placeholder(s) {', '.join('{' + n + '}' for n in sorted(unknown))} name no field "
+            f"of scope '{rule.scope}' nor a param",
+        )
+    if rule.group is not None:
+        bad = (set(rule.group.by) | set(rule.group.sum) | set(rule.group.union)) - fields
+        if bad:
+            raise RuleError(str(path), f"key 'group': unknown field(s) {', '.join(sorted(bad))} of scope '{rule.scope}'")
     bad_measure = set(rule.measure) - fields
     if bad_measure:
         raise RuleError(str(path), f"key 'measure': unknown field(s) {', '.join(sorted(bad_measure))}")

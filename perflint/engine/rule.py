@@ -15,7 +15,7 @@ from perflint.engine.expr import ExprError, compile_expr
 from perflint.engine.rule_core import CODE_RE, NAME_RE, Severity, coerce_param
 from perflint.findings import SEVERITY_RANK
 
-__all__ = ["SEVERITY_RANK", "Param", "Reference", "Rule", "Severity", "coerce_param"]
+__all__ = ["SEVERITY_RANK", "Cap", "Group", "Param", "Reference", "Rule", "Severity", "coerce_param"]
 
 
 class Param(BaseModel):
@@ -35,6 +35,29 @@ class Reference(BaseModel):
     model_config = ConfigDict(extra="forbid")
     title: str
     url: str
+
+
+class Group(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    by: list[str] = Field(default_factory=list, description="fields whose equal values make one finding ([]: one per trace)")
+    sum: list[str] = Field(default_factory=list, description="fields added up over the grouped rows")
+    union: list[str] = Field(default_factory=list, description="list fields whose distinct values are joined over the rows")
+    top: int = Field(default=5, ge=1, description="rows listed in the finding's evidence, most impact first")
+
+
+class Cap(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    when: str = Field(description="condition (expression over the finding's fields)")
+    severity: Severity = Field(description="the most severe the finding can be where the condition holds")
+
+    @field_validator("when")
+    @classmethod
+    def _expression(cls, v: str) -> str:
+        try:
+            compile_expr(v)
+        except ExprError as exc:
+            raise ValueError(str(exc)) from None
+        return v
 
 
 class Rule(BaseModel):
@@ -59,6 +82,8 @@ class Rule(BaseModel):
     min_impact_us: str | float = Field(default=0.0, description="findings below this recoverable time stay quiet")
     fix: str
     references: list[Reference] = Field(default_factory=list)
+    group: Group | None = Field(default=None, description="one finding per group of failing rows instead of one per row")
+    at_most: list[Cap] = Field(default_factory=list, description="severity caps: at most this severity where a condition holds")
 
     @field_validator("code")
     @classmethod

@@ -26,6 +26,15 @@ CODE_RE = re.compile(r"^[A-Z]{2,6}[0-9]{3}$")
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*)+$")
 
 
+# Names the engine adds to a finding's fields, for messages, fixes and severity caps.
+ENGINE_FIELDS = {
+    "impact_us": "estimated recoverable time of the finding (µs)",
+    "items": "rows grouped into the finding (1 without a group)",
+    "others": "items - 1: rows beside the top one",
+    "top": "the grouped row with the most impact (its fields: {top[op]})",
+}
+
+
 def coerce_param(kind: str, value: Any) -> Any:
     ok: bool
     if kind == "float":
@@ -59,6 +68,28 @@ class RefSpec:
 
 
 @dataclass(frozen=True)
+class GroupSpec:
+    """How failing rows become findings: rows that share the `by` fields are one finding (no `by`:
+    one finding per trace), whose `sum` fields add up over the rows and whose `union` fields (lists) join
+    their distinct values; the `top` rows with the most
+    impact are listed in the evidence."""
+
+    by: tuple[str, ...] = ()
+    sum: tuple[str, ...] = ()
+    union: tuple[str, ...] = ()
+    top: int = 5
+
+
+@dataclass(frozen=True)
+class CapSpec:
+    """A finding is at most `severity` where `when` holds (e.g. a verdict over a whole trace
+    without steps)."""
+
+    when: str
+    severity: str
+
+
+@dataclass(frozen=True)
 class RuleCore:
     code: str
     name: str
@@ -77,16 +108,24 @@ class RuleCore:
     rationale: str = ""
     params: dict[str, ParamSpec] = field(default_factory=dict)
     references: list[RefSpec] = field(default_factory=list)
+    group: GroupSpec | None = None
+    at_most: list[CapSpec] = field(default_factory=list)
 
     def defaults(self) -> dict[str, Any]:
         return {k: p.default for k, p in self.params.items()}
 
     def expression_names(self) -> set[str]:
         names: set[str] = set()
-        for text in (self.where, self.assert_, self.impact, self.min_impact_us):
+        for text in (self.where, self.assert_, self.impact, self.min_impact_us, *(c.when for c in self.at_most)):
             if isinstance(text, str):
                 names |= names_in(text)
         return names
+
+    def template_names(self) -> set[str]:
+        """Names the message and fix templates refer to."""
+        from perflint.engine.message import placeholders
+
+        return placeholders(self.message) | placeholders(self.fix)
 
     def dump(self) -> dict[str, Any]:
         """The rule as the model dumps it (`Rule.model_dump(by_alias=True)`), keys in its order."""
@@ -98,6 +137,8 @@ class RuleCore:
             "where": self.where, "measure": list(self.measure), "assert": self.assert_, "message": self.message,
             "impact": self.impact, "min_impact_us": self.min_impact_us, "fix": self.fix,
             "references": [{"title": r.title, "url": r.url} for r in self.references],
+            "group": None if self.group is None else {"by": list(self.group.by), "sum": list(self.group.sum), "union": list(self.group.union), "top": self.group.top},
+            "at_most": [{"when": c.when, "severity": c.severity} for c in self.at_most],
         }  # fmt: skip
 
     @classmethod
@@ -111,6 +152,8 @@ class RuleCore:
             groups=list(rule.groups), summary=rule.summary, rationale=rule.rationale,
             params={k: ParamSpec(p.type, p.default, p.description, p.source) for k, p in rule.params.items()},
             references=[RefSpec(r.title, r.url) for r in rule.references],
+            group=None if rule.group is None else GroupSpec(tuple(rule.group.by), tuple(rule.group.sum), tuple(rule.group.union), rule.group.top),
+            at_most=[CapSpec(c.when, c.severity) for c in rule.at_most],
         )  # fmt: skip
 
     @classmethod
@@ -126,7 +169,7 @@ class RuleCore:
 
 
 _REQUIRED = frozenset(("code", "name", "severity", "summary", "rationale", "scope", "assert", "message", "fix"))
-_KEYS = _REQUIRED | {"groups", "requires", "params", "where", "measure", "impact", "min_impact_us", "references"}
+_KEYS = _REQUIRED | {"groups", "requires", "params", "where", "measure", "impact", "min_impact_us", "references", "group", "at_most"}
 
 
 def _text(v: Any) -> str:
@@ -171,14 +214,30 @@ def _from_mapping(data: Any) -> RuleCore | None:
         return None
     if not isinstance(min_impact, (str, int, float)):
         return None
+    group = data.get("group")
+    if group is not None:
+        if not isinstance(group, dict) or not group.keys() <= {"by", "sum", "union", "top"}:
+            return None
+        top = group.get("top", 5)
+        if not isinstance(top, int) or isinstance(top, bool) or top < 1:
+            return None
+        group = GroupSpec(*(tuple(_texts(group.get(k, []))) for k in ("by", "sum", "union")), top)
+    caps = []
+    for c in data.get("at_most") or []:
+        if not isinstance(c, dict) or c.keys() != {"when", "severity"} or c["severity"] not in SEVERITIES:
+            return None
+        caps.append(CapSpec(_expr(_text(c["when"])), c["severity"]))
     return RuleCore(
         code=code, name=name, scope=_text(data["scope"]), where=_expr(_text(data.get("where", "true"))),
         assert_=_expr(_text(data["assert"])), message=_text(data["message"]), fix=_text(data["fix"]),
         impact=_expr(impact), min_impact_us=_expr(min_impact if isinstance(min_impact, str) else float(min_impact)),
         requires=_texts(data.get("requires", [])), measure=_texts(data.get("measure", [])), severity=severity,
         groups=_texts(data.get("groups", [])), summary=_text(data["summary"]), rationale=_text(data["rationale"]),
-        params=params, references=refs,
+        params=params, references=refs, group=group, at_most=caps,
     )  # fmt: skip
 
 
-__all__ = ["CODE_RE", "NAME_RE", "PARAM_TYPES", "SEVERITIES", "ParamSpec", "RefSpec", "RuleCore", "Severity", "coerce_param"]
+__all__ = [
+    "CODE_RE", "ENGINE_FIELDS", "NAME_RE", "PARAM_TYPES", "SEVERITIES", "CapSpec", "GroupSpec", "ParamSpec", "RefSpec", "RuleCore", "Severity",
+    "coerce_param",
+]  # fmt: skip

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from perflint.engine.expr import compile_expr
-from perflint.engine.rule_core import RuleCore
+from perflint.engine.expr import Fn, compile_expr
+from perflint.engine.message import render
+from perflint.engine.rule_core import SEVERITIES, RuleCore
 from perflint.errors import InputError
 from perflint.facts import RUN_SOURCES, SOURCES, Context, Row, load_all, missing, rows
 from perflint.findings import Finding, RuleStatus, TraceResult
@@ -30,80 +30,149 @@ class ActiveRule:
         return self.rule.code
 
 
-class _Fmt(string.Formatter):
-    def format_field(self, value: Any, format_spec: str) -> str:
-        if value is None:
-            return "n/a"
-        if isinstance(value, float) and not format_spec:
-            return f"{value:.4g}"
-        try:
-            return super().format_field(value, format_spec)
-        except (ValueError, TypeError):
-            return str(value)
-
-    def get_value(self, key: Any, args: Any, kwargs: Mapping[str, Any]) -> Any:
-        return kwargs.get(key) if isinstance(key, str) else super().get_value(key, args, kwargs)
-
-
-_FMT = _Fmt()
-
-
-def render(template: str, env: Mapping[str, Any]) -> str:
-    try:
-        return _FMT.vformat(template, (), env)
-    except (ValueError, IndexError, KeyError, AttributeError) as exc:
-        return f"{template} [template error: {exc}]"
-
-
 def fingerprint(code: str, key: tuple[str, ...], row: Row, rank: int | None) -> str:
     """Stable across runs of the same code: rule, rank and the row's identity (never times)."""
     parts = [code, "" if rank is None else str(rank)] + [repr(row.get(k)) for k in key]
     return hashlib.sha1("\x1f".join(parts).encode()).hexdigest()[:20]
 
 
-def evaluate(ar: ActiveRule, facts: list[Row], key: tuple[str, ...], trace: str, rank: int | None) -> list[Finding]:
+MAX_FINDINGS = 10  # per rule and trace: more is noise, the rest is folded into the status count
+
+
+@dataclass
+class _Hit:
+    row: Row
+    env: dict[str, Any]
+    impact: float | None
+
+
+def _impact(env: dict[str, Any], impact_fn: Fn | None, floor: str | float, floor_fn: Fn | None) -> tuple[bool, float | None]:
+    """(keep, impact): the row's recoverable time, and whether it clears the rule's floor."""
+    impact = impact_fn(env) if impact_fn else None
+    if not isinstance(impact, (int, float)) or isinstance(impact, bool) or impact != impact:
+        return True, None
+    impact = max(0.0, float(impact))
+    env["impact_us"] = impact
+    min_us = floor_fn(env) if floor_fn else floor
+    return not (isinstance(min_us, (int, float)) and impact < float(min_us)), impact
+
+
+def _hits(ar: ActiveRule, facts: list[Row]) -> list[_Hit]:
     rule = ar.rule
     where, check = compile_expr(rule.where), compile_expr(rule.assert_)
     impact_fn = compile_expr(rule.impact) if rule.impact else None
     floor = rule.min_impact_us
     floor_fn = compile_expr(floor) if isinstance(floor, str) else None
-    out: list[Finding] = []
+    out: list[_Hit] = []
     for row in facts:
         env = {**row, **ar.params}
         if not where(env) or check(env):
             continue
-        impact = impact_fn(env) if impact_fn else None
-        if isinstance(impact, (int, float)):
-            impact = max(0.0, float(impact))
-            env["impact_us"] = impact
-            min_us = floor_fn(env) if floor_fn else floor
-            if isinstance(min_us, (int, float)) and impact < float(min_us):
-                continue
-        else:
-            impact = None
-        evidence = {k: row.get(k) for k in rule.measure}
-        evidence.update({f"param.{k}": v for k, v in ar.params.items()})
-        out.append(
-            Finding(
-                code=rule.code,
-                name=rule.name,
-                severity=ar.severity,
-                message=render(rule.message, env),
-                trace=trace,
-                rank=rank,
-                fingerprint=fingerprint(rule.code, key, row, rank),
-                impact_us=impact,
-                evidence=evidence,
-                kernel=row.get("kernel"),
-                op=row.get("op"),
-                op_stack=list(row.get("op_stack") or []),
-                input_dims=row.get("input_dims"),
-                source=row.get("source"),
-                fix=render(rule.fix, env),
-            )
-        )
-    out.sort(key=lambda f: -(f.impact_us or 0.0))
+        keep, impact = _impact(env, impact_fn, floor, floor_fn)
+        if keep:
+            out.append(_Hit(row, env, impact))
     return out
+
+
+def _add(values: list[Any]) -> Any:
+    nums = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if not nums:
+        return None
+    total = sum(nums)
+    return total if any(isinstance(v, float) for v in nums) else int(total)
+
+
+def _union(values: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    for v in values:
+        for x in v if isinstance(v, (list, tuple)) else [] if v is None else [v]:
+            if x not in out:
+                out.append(x)
+    return out
+
+
+def _grouped(ar: ActiveRule, hits: list[_Hit], key: tuple[str, ...]) -> list[tuple[dict[str, Any], list[_Hit], tuple[str, ...]]]:
+    """(finding env, its rows most impact first, identity fields) per finding."""
+    spec = ar.rule.group
+    hits = sorted(hits, key=lambda h: -(h.impact or 0.0))
+    if spec is None:
+        return [({**h.env, "items": 1, "others": 0, "top": h.row}, [h], key) for h in hits]
+    buckets: dict[str, list[_Hit]] = {}
+    for h in hits:
+        buckets.setdefault(repr([h.row.get(f) for f in spec.by]), []).append(h)
+    out = []
+    for members in buckets.values():
+        top = members[0]
+        env = dict(top.env)
+        for f in spec.sum:
+            env[f] = _add([m.row.get(f) for m in members])
+        for f in spec.union:
+            env[f] = _union([m.row.get(f) for m in members])
+        impacts = [m.impact for m in members if m.impact is not None]
+        env["impact_us"] = sum(impacts) if impacts else None
+        env.update(items=len(members), others=len(members) - 1, top=top.row)
+        out.append((env, members, spec.by))
+    return out
+
+
+def _severity(ar: ActiveRule, env: Mapping[str, Any]) -> str:
+    sev = ar.severity
+    for cap in ar.rule.at_most:
+        if compile_expr(cap.when)(env) and SEVERITIES.index(cap.severity) > SEVERITIES.index(sev):
+            sev = cap.severity
+    return sev
+
+
+def _listed(rule: RuleCore, members: list[_Hit], key: tuple[str, ...], top: int) -> list[dict[str, Any]]:
+    """The grouped rows shown in the evidence: identity, impact and measures of the top ones."""
+    fields = list(dict.fromkeys([*key, *rule.measure]))
+    return [{**{f: h.row.get(f) for f in fields}, "impact_us": h.impact} for h in members[:top]]
+
+
+def evaluate(ar: ActiveRule, facts: list[Row], key: tuple[str, ...], trace: str, rank: int | None) -> list[Finding]:
+    """Findings of one rule over one trace's fact rows: failing rows, grouped as the rule says,
+    one finding per distinct message, at most MAX_FINDINGS (most impact first)."""
+    rule = ar.rule
+    out: list[Finding] = []
+    seen: dict[str, Finding] = {}
+    for env, members, ident in _grouped(ar, _hits(ar, facts), key):
+        top = members[0].row
+        impact = env.get("impact_us")
+        evidence = {k: env.get(k) for k in rule.measure}
+        if rule.group is not None:
+            evidence["items"] = env["items"]
+            evidence["top_items"] = _listed(rule, members, key, rule.group.top)
+        evidence.update({f"param.{k}": v for k, v in ar.params.items()})
+        message = render(rule.message, env)
+        twin = seen.get(message)
+        if twin is not None:  # the same words twice: one finding, its impact the sum
+            if impact is not None:
+                twin.impact_us = (twin.impact_us or 0.0) + impact
+            twin.evidence["repeats"] = twin.evidence.get("repeats", 1) + 1
+            continue
+        f = Finding(
+            code=rule.code,
+            name=rule.name,
+            severity=_severity(ar, env),
+            message=message,
+            trace=trace,
+            rank=rank,
+            fingerprint=fingerprint(rule.code, ident, env if rule.group is not None else top, rank),
+            impact_us=impact,
+            evidence=evidence,
+            kernel=top.get("kernel"),
+            op=top.get("op"),
+            op_stack=list(top.get("op_stack") or []),
+            input_dims=top.get("input_dims"),
+            source=top.get("source"),
+            fix=render(rule.fix, env),
+        )
+        seen[message] = f
+        out.append(f)
+    out.sort(key=lambda f: -(f.impact_us or 0.0))
+    if len(out) > MAX_FINDINGS:
+        out[MAX_FINDINGS - 1].evidence["more_findings"] = len(out) - MAX_FINDINGS
+    return out[:MAX_FINDINGS]
 
 
 def status_of(ar: ActiveRule, findings: list[Finding], skipped: str | None) -> RuleStatus:

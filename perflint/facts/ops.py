@@ -44,7 +44,7 @@ FIELDS = {
     "kernel": "the matrix (gemm/conv) kernel with the most time under the op",
     "kernel_dtype": "dtype read from that kernel's name (tf32 shows here)",
     "kernel_align": "elements per load the kernel's name says it assumes (cutlass _alignN, xmma _alignaN)",
-    "kernel_note": "'; the library ran <kernel> with N-element loads' when kernel_align < align, else ''",
+    "kernel_note": "'the library fell back to <kernel> (N-element loads instead of M)' when kernel_align < align, else null",
     "align_dtype": "dtype that sets the alignment (tf32 when the kernel is tf32, else dtype)",
     "m": "implicit GEMM M (conv: N*P*Q)",
     "n": "implicit GEMM N (conv: output channels K)",
@@ -65,6 +65,8 @@ FIELDS = {
     "tensor_core_kernel_pct": "% of the op's matrix-kernel time in Tensor Core kernels (null: none)",
     "align": "dim multiple for align_dtype (8 fp16/bf16, 16 int8/fp8, 4 tf32; null fp32)",
     "misaligned_dims": "dims not multiples of align, e.g. ['M=141'] (GEMM M/N/K, conv C/K)",
+    "misaligned_values": "the values of those dims, e.g. [141]",
+    "pad_hint": "each misaligned dim and its padded value, e.g. 'M 141->144, N 30522->30528'",
     "padded": "misaligned dim -> padded value",
     "padded_dims": "Input Dims with the misaligned dims padded",
     "padding_waste_pct": "% of the padded problem's work that is padding",
@@ -283,6 +285,8 @@ def op_groups(ctx: Context) -> list[Row]:
                 "tensor_core_kernel_pct": 100.0 * g["tc"] / g["mat"] if g["mat"] > 0 else None,
                 "align": ALIGN.get(align_dt or ""),
                 "misaligned_dims": al.misaligned if al else None,
+                "misaligned_values": [int(d.split("=")[1]) for d in al.misaligned] if al else None,
+                "pad_hint": ", ".join(f"{d.split('=')[0]} {d.split('=')[1]}->{al.padded[d.split('=')[0]]}" for d in al.misaligned) if al and al.misaligned else None,
                 "padded": al.padded if al else None,
                 "padded_dims": al.padded_dims if al else None,
                 "padding_waste_pct": al.waste_pct if al else None,
@@ -305,12 +309,12 @@ def _kernel_align(kernel: str | None) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _kernel_note(kernel: str | None, k_align: int | None, align: int | None, al: Any) -> str:
+def _kernel_note(kernel: str | None, k_align: int | None, align: int | None, al: Any) -> str | None:
     """Odd dims often cost more than their padding: the library drops to a kernel with narrower
     loads (on an H100, 4100/4090 hidden sizes took bf16 GEMMs from nvjet_sm90 to cutlass_80
     ..._align2 kernels and tripled GEMM time: fixtures/gpu/regress_head)."""
     if not kernel or k_align is None or not align or k_align >= align or al is None or not al.misaligned:
-        return ""
+        return None
     m = _SHORT.search(kernel)
     short = m.group(1) if m else kernel.split("(")[0][:80]
-    return f"; the library ran {short} with {k_align}-element loads instead of {align}-element ones"
+    return f"the library fell back to {short} ({k_align}-element loads instead of {align})"

@@ -1,0 +1,183 @@
+"""Finding messages: templates over a row's fields, written for a person to read.
+
+A template is Python format syntax over row fields and params, plus:
+- optional clauses `[[ ... ]]`, left out when a value inside is missing (None, NaN, empty);
+- format specs for units chosen by magnitude: `{x:dur}` (x in µs: µs, ms or s), `{x:size}` (bytes:
+  B, KB, MB, GB), `{x:kernel}` (a kernel name shortened to its function and key template arguments),
+  `{x:count}` (an integer with thousands separators), `{x:list}` (items joined with commas).
+A missing value outside an optional clause takes the words that introduce it out with it ("from
+{op}" goes when op is missing), so no message ever shows placeholder text. Messages are cut at
+MAX_CHARS.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+from collections.abc import Mapping
+from typing import Any
+
+MAX_CHARS = 400
+MAX_VALUE_CHARS = 120  # a single value longer than this (a whole template, a long list) is cut
+_OPT = re.compile(r"\[\[((?:(?!\[\[|\]\]).)*)\]\]", re.S)
+_SPECS = ("dur", "size", "kernel", "count", "list")
+# Words that introduce a value: "from {op}", "at {source}", "in {file}" ...
+_LEADS = re.compile(r"(?:\s+(?:(?:from|at|in|on|with|by|for|under|of|via)(?:\s+[a-z_]+){0,2}|main kernel))?\s*$")
+
+
+class _Missing(Exception):
+    """A placeholder's value is missing."""
+
+
+def is_missing(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    return isinstance(value, (list, tuple, dict)) and not value
+
+
+def fmt_duration(us: float) -> str:
+    a = abs(us)
+    if a >= 1e6:
+        return f"{us / 1e6:.2f} s"
+    if a >= 1e3:
+        return f"{us / 1e3:.1f} ms" if a < 1e5 else f"{us / 1e3:.0f} ms"
+    if a >= 100:
+        return f"{us:.0f} µs"
+    return f"{us:.1f} µs"
+
+
+def fmt_size(nbytes: float) -> str:
+    a = abs(nbytes)
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if a >= scale:
+            v = nbytes / scale
+            return f"{v:.1f} {unit}" if abs(v) < 100 else f"{v:.0f} {unit}"
+    return f"{int(nbytes)} B"
+
+
+def short_kernel(name: str) -> str:
+    base = re.sub(r"\(.*$", "", name.removeprefix("void "))
+    return base if len(base) <= 80 else base[:79] + "…"
+
+
+class _Fmt(string.Formatter):
+    def format_field(self, value: Any, format_spec: str) -> str:
+        if is_missing(value):
+            raise _Missing
+        if format_spec in _SPECS:
+            return _special(value, format_spec)
+        if isinstance(value, float) and not format_spec:
+            return f"{value:.4g}"
+        try:
+            text = super().format_field(value, format_spec)
+        except (ValueError, TypeError):
+            text = str(value)
+        return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
+
+    def get_value(self, key: Any, args: Any, kwargs: Mapping[str, Any]) -> Any:
+        return kwargs.get(key) if isinstance(key, str) else super().get_value(key, args, kwargs)
+
+    def get_field(self, field_name: str, args: Any, kwargs: Mapping[str, Any]) -> Any:
+        try:
+            return super().get_field(field_name, args, kwargs)
+        except (KeyError, IndexError, TypeError, AttributeError):
+            raise _Missing from None
+
+
+def _special(value: Any, spec: str) -> str:
+    if spec == "list":
+        items = value if isinstance(value, (list, tuple)) else [value]
+        return ", ".join(str(x) for x in items)
+    if spec == "kernel":
+        return short_kernel(str(value))
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return str(value)
+    if spec == "dur":
+        return fmt_duration(float(value))
+    if spec == "size":
+        return fmt_size(float(value))
+    return f"{int(round(value)):,}"
+
+
+_FMT = _Fmt()
+
+
+def _render_plain(text: str, env: Mapping[str, Any]) -> str:
+    """A template without optional clauses; a missing value drops itself and the words that lead to it."""
+    out: list[str] = []
+    for literal, field, spec, conv in _FMT.parse(text):
+        out.append(literal)
+        if field is None:
+            continue
+        try:
+            obj, _ = _FMT.get_field(field, (), env)
+            obj = _FMT.convert_field(obj, conv) if conv else obj
+            out.append(_FMT.format_field(obj, spec or ""))
+        except _Missing:
+            prev = "".join(out)
+            out = [_LEADS.sub("", prev, count=1)]
+    return "".join(out)
+
+
+def render(template: str, env: Mapping[str, Any]) -> str:
+    """The message for one finding: optional clauses resolved, units by magnitude, at most MAX_CHARS."""
+    text = template
+    while True:  # innermost clauses first
+        m = _OPT.search(text)
+        if m is None:
+            break
+        try:
+            inner = _render_strict(m.group(1), env)
+        except _Missing:
+            inner = ""
+        text = text[: m.start()] + _escape(inner) + text[m.end() :]
+    try:
+        msg = _render_plain(text, env)
+    except (ValueError, IndexError) as exc:
+        msg = f"{template} [template error: {exc}]"
+    msg = re.sub(r"\s+", " ", msg).strip()
+    msg = re.sub(r"\s+([,;.)])", r"\1", msg).replace("()", "").replace("( ", "(")
+    return msg if len(msg) <= MAX_CHARS else msg[: MAX_CHARS - 1].rstrip() + "…"
+
+
+def _render_strict(text: str, env: Mapping[str, Any]) -> str:
+    out: list[str] = []
+    for literal, field, spec, conv in _FMT.parse(text):
+        out.append(literal)
+        if field is None:
+            continue
+        obj, _ = _FMT.get_field(field, (), env)
+        obj = _FMT.convert_field(obj, conv) if conv else obj
+        out.append(_FMT.format_field(obj, spec or ""))
+    return "".join(out)
+
+
+def _escape(text: str) -> str:
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def placeholders(template: str) -> set[str]:
+    """The names a template's placeholders refer to (the part before any '.' or '[')."""
+    names: set[str] = set()
+    flat = _OPT.sub(lambda m: m.group(1), template)
+    while _OPT.search(flat):
+        flat = _OPT.sub(lambda m: m.group(1), flat)
+    try:
+        parsed = list(_FMT.parse(flat.replace("[[", "").replace("]]", "")))
+    except ValueError as exc:
+        raise ValueError(f"bad template: {exc}") from None
+    for _, field, spec, _ in parsed:
+        if field is None:
+            continue
+        if field == "" or field.isdigit():
+            raise ValueError("positional placeholder {} names no field")
+        names.add(re.split(r"[.\[]", field, maxsplit=1)[0])
+        if spec and "{" in spec:
+            raise ValueError(f"nested placeholder in the format spec of {{{field}}}")
+    return names
+
+
+__all__ = ["MAX_CHARS", "fmt_duration", "fmt_size", "is_missing", "placeholders", "render"]
