@@ -283,7 +283,12 @@ def test_syncs_outside_ops_get_the_users_line(report: dict[str, dict[str, Any]])
     raw = _raw("sync_item")
     lo, hi = _step_spans(raw)[1]
     call = next(e for e in raw if e.get("name") == "cudaDeviceSynchronize" and lo <= e["ts"] <= hi)
-    found = [f for f in _findings(report, "sync_item", "SYNC001") if f["evidence"]["kind"] == "cudaDeviceSynchronize"]
+    # Three 5 µs waits cost the GPU too little idle time for a finding: read the fact row.
+    from perflint.facts import Context, load_all, rows
+
+    load_all()
+    ctx = Context(load_trace(_path("sync_item")))
+    found = [r for r in rows(ctx, "sync_groups") if r["kind"] == "cudaDeviceSynchronize"]
     assert len(found) == 1
     assert found[0]["source"] == _innermost_user_frame(raw, call["tid"], call["ts"])
 

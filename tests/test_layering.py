@@ -12,6 +12,7 @@ PKG = Path(__file__).resolve().parent.parent / "perflint"
 
 LAYER = {
     "errors": 0,
+    "units": 0,
     "model": 0,
     "ids": 0,
     "plugins": 0,

@@ -1,7 +1,8 @@
 """Finding messages: templates over a row's fields, written for a person to read.
 
 A template is Python format syntax over row fields and params, plus:
-- optional clauses `[[ ... ]]`, left out when a value inside is missing (None, NaN, empty);
+- optional clauses `[[ ... ]]` (not nested), left out when a value inside is missing (None, NaN,
+  an empty list);
 - format specs for units chosen by magnitude: `{x:dur}` (x in µs: µs, ms or s), `{x:size}` (bytes:
   B, KB, MB, GB), `{x:kernel}` (a kernel name shortened to its function and key template arguments),
   `{x:count}` (an integer with thousands separators), `{x:list}` (items joined with commas).
@@ -18,9 +19,11 @@ import string
 from collections.abc import Mapping
 from typing import Any
 
+from perflint.units import fmt_duration, fmt_size
+
 MAX_CHARS = 400
 MAX_VALUE_CHARS = 120  # a single value longer than this (a whole template, a long list) is cut
-_OPT = re.compile(r"\[\[((?:(?!\[\[|\]\]).)*)\]\]", re.S)
+_OPT = re.compile(r"\[\[(.*?)\]\]", re.S)
 _SPECS = ("dur", "size", "kernel", "count", "list")
 # Words that introduce a value: "from {op}", "at {source}", "in {file}" ...
 _LEADS = re.compile(r"(?:\s+(?:(?:from|at|in|on|with|by|for|under|of|via)(?:\s+[a-z_]+){0,2}|main kernel))?\s*$")
@@ -36,26 +39,6 @@ def is_missing(value: Any) -> bool:
     if isinstance(value, float) and math.isnan(value):
         return True
     return isinstance(value, (list, tuple, dict)) and not value
-
-
-def fmt_duration(us: float) -> str:
-    a = abs(us)
-    if a >= 1e6:
-        return f"{us / 1e6:.2f} s"
-    if a >= 1e3:
-        return f"{us / 1e3:.1f} ms" if a < 1e5 else f"{us / 1e3:.0f} ms"
-    if a >= 100:
-        return f"{us:.0f} µs"
-    return f"{us:.1f} µs"
-
-
-def fmt_size(nbytes: float) -> str:
-    a = abs(nbytes)
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if a >= scale:
-            v = nbytes / scale
-            return f"{v:.1f} {unit}" if abs(v) < 100 else f"{v:.0f} {unit}"
-    return f"{int(nbytes)} B"
 
 
 def short_kernel(name: str) -> str:
@@ -105,37 +88,51 @@ def _special(value: Any, spec: str) -> str:
 _FMT = _Fmt()
 
 
-def _render_plain(text: str, env: Mapping[str, Any]) -> str:
-    """A template without optional clauses; a missing value drops itself and the words that lead to it."""
-    out: list[str] = []
+def _render_into(out: list[str], text: str, env: Mapping[str, Any]) -> None:
+    """Render template text (no optional clauses) onto `out`; a missing value drops itself and
+    the words that lead to it."""
     for literal, field, spec, conv in _FMT.parse(text):
         out.append(literal)
         if field is None:
             continue
         try:
-            obj, _ = _FMT.get_field(field, (), env)
-            obj = _FMT.convert_field(obj, conv) if conv else obj
-            out.append(_FMT.format_field(obj, spec or ""))
+            out.append(_field(field, spec, conv, env))
         except _Missing:
             prev = "".join(out)
-            out = [_LEADS.sub("", prev, count=1)]
+            out[:] = [_LEADS.sub("", prev, count=1)]
+
+
+def _field(field: str, spec: str | None, conv: str | None, env: Mapping[str, Any]) -> str:
+    obj, _ = _FMT.get_field(field, (), env)
+    obj = _FMT.convert_field(obj, conv) if conv else obj
+    return _FMT.format_field(obj, spec or "")
+
+
+def _render_strict(text: str, env: Mapping[str, Any]) -> str:
+    """An optional clause: any missing value drops the whole clause (raises _Missing)."""
+    out: list[str] = []
+    for literal, field, spec, conv in _FMT.parse(text):
+        out.append(literal)
+        if field is not None:
+            out.append(_field(field, spec, conv, env))
     return "".join(out)
 
 
 def render(template: str, env: Mapping[str, Any]) -> str:
-    """The message for one finding: optional clauses resolved, units by magnitude, at most MAX_CHARS."""
-    text = template
-    while True:  # innermost clauses first
-        m = _OPT.search(text)
-        if m is None:
-            break
-        try:
-            inner = _render_strict(m.group(1), env)
-        except _Missing:
-            inner = ""
-        text = text[: m.start()] + _escape(inner) + text[m.end() :]
+    """The message for one finding: optional clauses resolved, units by magnitude, at most MAX_CHARS.
+    The template is parsed once; rendered values are never read as template text."""
+    out: list[str] = []
+    pos = 0
     try:
-        msg = _render_plain(text, env)
+        for m in _OPT.finditer(template):
+            _render_into(out, template[pos : m.start()], env)
+            try:
+                out.append(_render_strict(m.group(1), env))
+            except _Missing:
+                pass
+            pos = m.end()
+        _render_into(out, template[pos:], env)
+        msg = "".join(out)
     except (ValueError, IndexError) as exc:
         msg = f"{template} [template error: {exc}]"
     msg = re.sub(r"\s+", " ", msg).strip()
@@ -143,30 +140,12 @@ def render(template: str, env: Mapping[str, Any]) -> str:
     return msg if len(msg) <= MAX_CHARS else msg[: MAX_CHARS - 1].rstrip() + "…"
 
 
-def _render_strict(text: str, env: Mapping[str, Any]) -> str:
-    out: list[str] = []
-    for literal, field, spec, conv in _FMT.parse(text):
-        out.append(literal)
-        if field is None:
-            continue
-        obj, _ = _FMT.get_field(field, (), env)
-        obj = _FMT.convert_field(obj, conv) if conv else obj
-        out.append(_FMT.format_field(obj, spec or ""))
-    return "".join(out)
-
-
-def _escape(text: str) -> str:
-    return text.replace("{", "{{").replace("}", "}}")
-
-
 def placeholders(template: str) -> set[str]:
     """The names a template's placeholders refer to (the part before any '.' or '[')."""
     names: set[str] = set()
     flat = _OPT.sub(lambda m: m.group(1), template)
-    while _OPT.search(flat):
-        flat = _OPT.sub(lambda m: m.group(1), flat)
     try:
-        parsed = list(_FMT.parse(flat.replace("[[", "").replace("]]", "")))
+        parsed = list(_FMT.parse(flat))
     except ValueError as exc:
         raise ValueError(f"bad template: {exc}") from None
     for _, field, spec, _ in parsed:

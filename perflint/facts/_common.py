@@ -12,7 +12,7 @@ import numpy as np
 from perflint.facts import Context
 from perflint.facts._optree import OpInfo, op_info, op_infos  # noqa: F401  (re-exported)
 from perflint.metrics import dtypes
-from perflint.metrics.steps import launch_ts, step_of
+from perflint.metrics.steps import clipped, launch_ts, step_of
 from perflint.metrics.tb_gpu import gpu_summary
 from perflint.model import GPU_SYNC, NONE, Device, Trace
 
@@ -30,7 +30,9 @@ def window_mask(ctx: Context) -> np.ndarray:
 
 
 def steps_time_us(ctx: Context) -> float:
-    return float(sum(s.dur for s in ctx.steps))
+    """Analysis-step CPU time, each step cut to what the trace recorded."""
+    t = ctx.trace
+    return float(sum(b - a for a, b in (clipped(t, s.ts, s.end) for s in ctx.steps)))
 
 
 def gpu_utilization(ctx: Context) -> float | None:

@@ -9,7 +9,7 @@ import numpy as np
 
 from perflint.facts import Context
 from perflint.metrics.intervals import merge, reduce_at
-from perflint.metrics.steps import launch_ts, step_of
+from perflint.metrics.steps import clipped, launch_ts, step_of
 from perflint.model import GPU_SYNC
 
 Spans = tuple[np.ndarray, np.ndarray]  # merged, sorted, disjoint (starts, ends)
@@ -89,6 +89,6 @@ def step_windows(ctx: Context) -> list[tuple[float, float]]:
         hi = max(s.end, float(dev_end[i]), lo)
         prev = hi
         if id(s) in wanted:
-            out.append((lo, hi))
+            out.append(clipped(t, lo, hi))
     ctx.cache["step_windows"] = out
     return out

@@ -16,6 +16,9 @@ from __future__ import annotations
 import numpy as np
 
 from perflint.facts import Context, Row, fact, rows
+from perflint.facts.apis import is_kernel_launch, is_launch
+from perflint.facts.steps import busy_intervals, window_gaps, windows
+from perflint.units import fmt_duration
 from perflint.facts._common import gpu_utilization, op_infos, steps_time_us, window_mask
 from perflint.facts._group import Groups, dense_ids, group_medians, id_table, sums
 from perflint.metrics.intervals import merge
@@ -25,17 +28,12 @@ from perflint.model import GPU_SYNC, KERNEL, NONE
 RUNTIME_CUTOFF_US = 50.0  # HTA cuda_kernel_launch_stats runtime_cutoff
 DELAY_CUTOFF_US = 100.0  # HTA cuda_kernel_launch_stats launch_delay_cutoff
 SHORT_KERNEL_US = 10.0  # TraceLens short-kernel threshold
-
-# Launch APIs whose GPU side may be missing from a trace (dropped activity records).
-LAUNCH_APIS = frozenset(
-    {
-        "cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchCooperativeKernel", "cuLaunchKernel",
-        "cuLaunchKernelEx", "cudaGraphLaunch", "cuGraphLaunch", "cudaMemcpyAsync", "cudaMemsetAsync",
-        "hipLaunchKernel", "hipExtLaunchKernel", "hipModuleLaunchKernel", "hipExtModuleLaunchKernel",
-        "hipGraphLaunch", "hipMemcpyAsync", "hipMemsetAsync", "hipMemcpyWithStream",
-    }
-)
-
+# A launch call this long is not launch overhead: lazy module loading, library initialisation, or
+# a call that blocked (a full launch queue). Such calls are counted apart.
+SLOW_CALL_US = 1000.0
+# Device idle gaps shorter than this are the scale of per-launch host overhead; longer ones have
+# another cause (data loading, syncs, host work), which other rules name.
+LAUNCH_GAP_US = 1000.0
 
 def runtime_in_window(ctx: Context, rows: np.ndarray) -> np.ndarray:
     """Which of these runtime calls were made inside the analysis steps (all without steps)."""
@@ -80,7 +78,7 @@ def _launches(ctx: Context) -> dict[str, np.ndarray]:
     has = np.isfinite(starts)
     first_start = np.where(has, starts, np.nan)
     kernels = np.bincount(g.launch[linked & (g.kind == KERNEL)], minlength=n)
-    is_api = id_table(rt.name, lambda i: t.s(i) in LAUNCH_APIS, dtype=bool, fill=False)[rt.name + 1] if n else has
+    is_api = id_table(rt.name, lambda i: is_launch(t.s(i)), dtype=bool, fill=False)[rt.name + 1] if n else has
     sel = np.flatnonzero(has | is_api)
     sel = sel[runtime_in_window(ctx, sel)]
     got = {
@@ -190,9 +188,26 @@ SUMMARY_FIELDS = {
     "gpu_busy_pct": "TensorBoard-plugin GPU utilization (merged kernels in steps / step time)",
     "window_us": "step time (or GPU span without steps)",
     "idle_us": "window_us x (1 - gpu_busy_pct)",
-    "top_launch_ops": "ops with the most launch CPU time: 'op (api) N calls, X us'",
+    "top_launch_ops": "ops with the most kernel-launch CPU time: 'op (api) N calls, X'",
+    "kernel_launch_runtime_us": "CPU time in kernel launch calls (not copies or memsets), calls over 1 ms left out",
+    "slow_launch_calls": "kernel launch calls over 1 ms (lazy loading, initialisation, a blocked call), left out above",
+    "launch_gap_idle_us": "device idle time in the window in gaps shorter than 1 ms (the scale of per-launch overhead)",
+    "launch_gap_idle_pct": "launch_gap_idle_us as % of all device idle time in the window",
+    "launch_bound_us": "min(kernel_launch_runtime_us, launch_gap_idle_us): the idle time fewer launches can win",
     "steps": "number of analysis steps",
 }
+
+
+def _launch_gap_idle(ctx: Context) -> tuple[float, float]:
+    """(idle in gaps < LAUNCH_GAP_US, all idle) of the device over the analysis windows."""
+    ms, me = busy_intervals(ctx)
+    short = total = 0.0
+    for w in windows(ctx):
+        gs, ge = window_gaps(ms, me, w.lo, w.hi)
+        gap = ge - gs
+        total += float(gap.sum())
+        short += float(gap[gap < LAUNCH_GAP_US].sum())
+    return short, total
 
 
 @fact("launch_summary", key=("path",), fields={"path": "trace file", **SUMMARY_FIELDS})
@@ -219,8 +234,18 @@ def launch_summary(ctx: Context) -> list[Row]:
         ms, me = merge(g.ts[kern], g.ts[kern] + kd)
         busy = 100.0 * float((me - ms).sum()) / window
     kernel_time = float(kd.sum())
-    rows_ = rows(ctx, "launch_groups")
-    top = sorted(rows_, key=lambda r: -r["runtime_us"])[:3]
+    rt = t.runtime
+    api_kernel = id_table(rt.name, lambda i: is_kernel_launch(t.s(i)), dtype=bool, fill=False)[rt.name[L["idx"]] + 1] if len(rt) else np.zeros(0, bool)
+    slow = runtime > SLOW_CALL_US
+    klaunch = float(runtime[api_kernel & ~slow].sum())
+    gap_idle, all_idle = _launch_gap_idle(ctx)
+    rows_ = [r for r in rows(ctx, "launch_groups") if is_kernel_launch(r["api"])]
+    by_op: dict[tuple[str, str], list[float]] = {}
+    for r in rows_:
+        acc = by_op.setdefault((r["op"] or "(no op)", r["api"]), [0, 0.0])
+        acc[0] += r["count"]
+        acc[1] += r["runtime_us"]
+    top = sorted(by_op.items(), key=lambda kv: -kv[1][1])[:3]
     return [
         {
             "path": t.path,
@@ -237,9 +262,12 @@ def launch_summary(ctx: Context) -> list[Row]:
             "gpu_busy_pct": busy,
             "window_us": window,
             "idle_us": window * (1.0 - busy / 100.0) if window and busy is not None else None,
-            "top_launch_ops": [
-                f"{r['op'] or '(no op)'} ({r['api']}) {r['count']} calls, {r['runtime_us']:.1f} us" for r in top
-            ],
+            "top_launch_ops": [f"{op} ({api}) {int(n)} calls, {fmt_duration(us)}" for (op, api), (n, us) in top],
+            "kernel_launch_runtime_us": klaunch,
+            "slow_launch_calls": int((api_kernel & slow).sum()),
+            "launch_gap_idle_us": gap_idle,
+            "launch_gap_idle_pct": 100.0 * gap_idle / all_idle if all_idle > 0 else None,
+            "launch_bound_us": min(klaunch, gap_idle),
             "steps": len(ctx.steps),
         }
     ]

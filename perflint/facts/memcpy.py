@@ -18,6 +18,8 @@ import numpy as np
 from perflint.facts import Context, Row, capability, fact, rows
 from perflint.facts._common import kernel_op, op_info, op_infos, window_mask
 from perflint.facts._group import Groups, dense_ids, labels, present_ids
+from perflint.facts.apis import is_alloc
+from perflint.units import fmt_duration
 from perflint.facts.launch import window_span_us
 from perflint.graph.build import runtime_source
 from perflint.ids import isin_ids
@@ -27,10 +29,6 @@ from perflint.model import KERNEL, MEMCPY, NONE, Trace
 
 # "Memcpy HtoD (Pageable -> Device)"; older/AMD traces may omit the parenthesis.
 _NAME = re.compile(r"Memcpy\s+(\w+)(?:\s*\((\w+)\s*->\s*(\w+)\))?")
-ALLOC_APIS = frozenset(
-    {"cudaMalloc", "cudaFree", "cuMemAlloc", "cuMemAlloc_v2", "cuMemFree", "cuMemFree_v2",
-     "hipMalloc", "hipFree", "hipExtMallocWithFlags", "cudaMallocManaged", "hipMallocManaged"}
-)
 
 
 def parse_memcpy(name: str) -> tuple[str | None, str | None, str | None]:
@@ -140,7 +138,7 @@ SHARE_FIELDS = {
     "step_share_pct": "time_us / step time (GPU span without steps)",
     "exposed_share_pct": "exposed_us / step time",
     "pageable_pct": "share of the copy time from/to pageable host memory",
-    "top_ops": "ops with the most copy time: 'op N copies, X us'",
+    "top_ops": "ops with the most copy time: 'op N copies, X'",
     "steps": "number of analysis steps",
 }
 
@@ -187,7 +185,12 @@ def memcpy_share(ctx: Context) -> list[Row]:
         exposed = busy - _overlap(ms, me, ks, ke)
         total = sum(r["time_us"] for r in groups)
         pageable = sum(r["time_us"] for r in groups if r["pageable"])
-        top = sorted(groups, key=lambda r: -r["time_us"])[:3]
+        per_op: dict[str, list[float]] = {}
+        for r in groups:
+            acc = per_op.setdefault(r["op"] or "(no op)", [0, 0.0])
+            acc[0] += r["count"]
+            acc[1] += r["time_us"]
+        top = [(op, int(n), us) for op, (n, us) in sorted(per_op.items(), key=lambda kv: -kv[1][1])[:3]]
         out.append(
             {
                 "direction": direction,
@@ -198,7 +201,7 @@ def memcpy_share(ctx: Context) -> list[Row]:
                 "step_share_pct": 100.0 * busy / span if span else None,
                 "exposed_share_pct": 100.0 * exposed / span if span else None,
                 "pageable_pct": 100.0 * pageable / total if total else 0.0,
-                "top_ops": [f"{r['op'] or '(no op)'} {r['count']} copies, {r['time_us']:.1f} us" for r in top],
+                "top_ops": [f"{op} {n} copies, {fmt_duration(us)}" for op, n, us in top],
                 "steps": len(ctx.steps),
             }
         )
@@ -236,7 +239,7 @@ def alloc_groups(ctx: Context) -> list[Row]:
     steady = [s for s in ctx.steps if s is not first]
     if not steady or len(rt) == 0:
         return []
-    api_ids = [i for i in present_ids(rt.name) if t.s(i) in ALLOC_APIS]
+    api_ids = [i for i in present_ids(rt.name) if is_alloc(t.s(i))]
     if not api_ids:
         return []
     cand = np.flatnonzero(isin_ids(rt.name, np.asarray(api_ids, dtype=rt.name.dtype)))

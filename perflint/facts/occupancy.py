@@ -22,7 +22,7 @@ FIELDS = {
     "max_blocks_per_sm": "resident blocks per SM the launch configuration allows (theoretical)",
     "occupancy_eff_pct": "the trace's achieved-occupancy estimate, else the theoretical occupancy capped by the grid",
     "occupancy_source": "trace | theoretical (where occupancy_eff_pct comes from)",
-    "occupancy_eff_limiter": "what holds occupancy_eff_pct down: 'grid size' when the grid is below the resident limit, else occupancy_limiter",
+    "occupancy_eff_limiter": "what holds occupancy_eff_pct down: 'grid size' when the grid is below the resident limit, null when the measured occupancy is well below the theoretical one (no resource limits it), else occupancy_limiter",
     "grid_fill": "blocks per SM launched (trace `blocks per SM`, else blocks / SM count)",
     "waves": "blocks / (SM count x max_blocks_per_sm)",
     "tail_wave_pct": "how full the last, partial wave is (% of a full wave); null when waves are whole",
@@ -69,6 +69,9 @@ def launch_config(ctx: Context, row: Row) -> Row:
     eff = out["occupancy_eff_pct"]
     if eff is not None and occ is not None and eff < 0.9 * occ.occupancy_pct and grid_fill is not None and grid_fill < occ.active_blocks:
         out["occupancy_eff_limiter"] = "grid size"  # too few blocks to fill the resident slots
+    elif eff is not None and occ is not None and eff < 0.9 * occ.occupancy_pct:
+        # Measured below what the resources allow: warps finish unevenly or stall; no resource to name.
+        out["occupancy_eff_limiter"] = None
     else:
         out["occupancy_eff_limiter"] = out["occupancy_limiter"]
     return out

@@ -20,7 +20,7 @@ from perflint.facts import Context, Row, enricher, fact
 from perflint.facts._spans import step_windows
 from perflint.metrics.intervals import clip_length, merge
 from perflint.metrics.stats import np_median
-from perflint.metrics.steps import launch_ts, step_of
+from perflint.metrics.steps import clipped, launch_ts, step_of
 from perflint.model import GPU_SYNC, KERNEL, MEMCPY, MEMSET, Trace
 
 LONG_GAP_US = 500_000.0  # nsys gpu_gaps default minimum gap (500 ms)
@@ -92,6 +92,7 @@ def windows(ctx: Context) -> list[Window]:
             rows = cand[bounds[i] : bounds[i + 1]]
             lo = spans[i][0]
             hi = max(s.end, float(end[rows].max()) if len(rows) else s.end, lo)
+            lo, hi = clipped(t, lo, hi)
             out.append(Window(s.number, lo, hi, s.dur, int(t.ops.thread[s.op]), rows))
     elif work.any():
         rows = np.flatnonzero(work)

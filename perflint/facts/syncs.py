@@ -1,9 +1,10 @@
 """`sync_groups`: host-side synchronizations inside the analysis steps (the whole trace when it
 has no ProfilerStep markers), grouped per sync kind x op stack x source line.
 
-Kinds: device/stream/event synchronize runtime calls (CUDA runtime, driver and HIP), the ops that
-force one (aten::item, aten::_local_scalar_dense), and synchronous memcpy calls (cudaMemcpy, not
-*Async). A runtime sync or memcpy made inside an aten::item is counted once, as the item: the op
+Kinds: device/stream/event synchronize runtime calls (CUDA runtime, driver and HIP: facts.apis),
+the ops that force one (aten::item, aten::_local_scalar_dense), synchronous memcpy calls (cudaMemcpy,
+hipMemcpyWithStream, not *Async), and async copies from device to pageable host memory, which
+return only once the copy is done (tensor.cpu() / .to('cpu') of a GPU tensor). A runtime sync or memcpy made inside an aten::item is counted once, as the item: the op
 is what the user wrote. Blocked time is the CPU duration of the call (or of the outermost sync op).
 """
 
@@ -17,25 +18,21 @@ import numpy as np
 from perflint.facts import Context, Row, capability, fact
 from perflint.facts._optree import on_chain, op_infos
 from perflint.facts._group import Groups, dense_ids, id_table, labels, present_ids
+from perflint.facts.apis import is_launch, is_sync_copy, sync_kind
 from perflint.facts.launch import runtime_in_window, window_span_us
+from perflint.facts.memcpy import parse_memcpy
+from perflint.facts.steps import busy_intervals
 from perflint.graph.build import runtime_source
 from perflint.ids import distinct, isin_ids
 from perflint.metrics.steps import step_of
 from perflint.model import MEMCPY, NONE, OP_CPU, Trace
 
-SYNC_CALLS = {
-    "cudaDeviceSynchronize": "device", "cudaStreamSynchronize": "stream", "cudaEventSynchronize": "event",
-    "cuCtxSynchronize": "device", "cuStreamSynchronize": "stream", "cuEventSynchronize": "event",
-    "hipDeviceSynchronize": "device", "hipStreamSynchronize": "stream", "hipEventSynchronize": "event",
-}
 SYNC_OPS = {"aten::item": "item", "aten::_local_scalar_dense": "item"}
-# Blocking copies: the runtime returns after the copy (cudaMemcpy*, cuMemcpy*, hipMemcpy*), not *Async.
-_SYNC_MEMCPY = re.compile(r"^(cuda|hip)Memcpy(2D|3D|ToSymbol|FromSymbol|Peer|DtoD|HtoD|DtoH)?$|^cuMemcpy(HtoD|DtoH|DtoD|2D|3D|Peer)?(_v2)?$")
 _DIRECTION = re.compile(r"Memcpy (\w+)")
 
 FIELDS = {
     "kind": "what synchronized: a runtime API name, or the op (aten::item)",
-    "category": "device | stream | event | item | memcpy",
+    "category": "device | stream | event | item | memcpy (a synchronous copy call) | pageable_copy (an async copy to pageable host memory, which waits for the copy)",
     "op": "bottom-level op enclosing the sync (the sync op itself for aten::item)",
     "top_level_op": "outermost op on the stack",
     "op_stack": "ops from outermost to innermost",
@@ -43,6 +40,8 @@ FIELDS = {
     "count": "syncs in the analysis steps (whole trace without steps)",
     "per_step": "count / steps (null without steps)",
     "blocked_us": "total CPU time blocked in the sync calls",
+    "sync_note": "what kind of wait, in words, where the API name does not say it (null otherwise)",
+    "gpu_idle_us": "device idle time the syncs caused: from each wait's return to the next GPU work, at most the wait's length (null without GPU work)",
     "mean_us": "mean blocked time per sync",
     "max_us": "longest sync",
     "share_pct": "blocked time / step time (GPU span without steps)",
@@ -98,8 +97,10 @@ class _Events:
     kind: np.ndarray  # string id of the op name / runtime API
     op: np.ndarray  # op whose stack describes the sync
     blocked: np.ndarray  # us
+    start: np.ndarray  # us, when the wait began
     copy: np.ndarray  # linked GPU copy row of a synchronous memcpy call, else NONE
     memcpy: np.ndarray  # bool: a synchronous memcpy call
+    to_host: np.ndarray  # bool: an async copy call that blocked because it went to pageable memory
     src: np.ndarray  # user source (string id) of a runtime call outside every op, else NONE
 
 
@@ -108,8 +109,8 @@ def _events(ctx: Context) -> _Events:
     ops = t.ops
     rt = t.runtime
     sync_ops = [i for i in present_ids(ops.name) if t.s(i) in SYNC_OPS]
-    kind, op, blocked = [], [], []
-    if sync_ops:
+    kind, op, blocked, start = [], [], [], []
+    if sync_ops and len(rt):  # without runtime calls nothing shows that an item waited on a GPU
         cand = np.flatnonzero(isin_ids(ops.name, np.asarray(sync_ops, dtype=np.int32)) & (ops.kind == OP_CPU))
         cand = cand[_op_window(ctx, ops.ts[cand])]
         # _local_scalar_dense inside aten::item: counted as the item
@@ -119,14 +120,20 @@ def _events(ctx: Context) -> _Events:
         kind.append(ops.name[cand])
         op.append(cand)
         blocked.append(ops.dur[cand])
+        start.append(ops.ts[cand])
     n_ops = sum(len(k) for k in kind)
     copy = np.full(n_ops, NONE, dtype=np.int64)
     memcpy = np.zeros(n_ops, dtype=bool)
+    to_host = np.zeros(n_ops, dtype=bool)
     src = np.full(n_ops, NONE, dtype=np.int64)
     if len(rt):
         def category(i: int) -> int:
             api = t.s(i)
-            return 1 if api in SYNC_CALLS else 2 if _SYNC_MEMCPY.match(api) else 0
+            if sync_kind(api):
+                return 1
+            if is_sync_copy(api):
+                return 2
+            return 3 if is_launch(api) and "Memcpy" in api else 0  # async copy: blocks when it goes to pageable memory
 
         cat = id_table(rt.name, category, dtype=np.int8, fill=0)[rt.name + 1]
         rows = np.flatnonzero(cat > 0)
@@ -138,21 +145,49 @@ def _events(ctx: Context) -> _Events:
         g = t.gpu
         cp = np.flatnonzero((g.kind == MEMCPY) & (g.launch != NONE))[::-1]
         launches, last = np.unique(g.launch[cp], return_index=True)
-        is_copy = cat[rows] == 2
+        is_copy = cat[rows] >= 2
         k = np.searchsorted(launches, rows[is_copy])
         k_ok = k < len(launches)
         hit = np.zeros(len(k), dtype=bool)
         hit[k_ok] = launches[k[k_ok]] == rows[is_copy][k_ok]
         rcopy = np.full(len(rows), NONE, dtype=np.int64)
         rcopy[np.flatnonzero(is_copy)[hit]] = cp[last[k[hit]]]
+        # An async copy from device to pageable host memory returns only when the copy is done.
+        to_pageable = id_table(g.name, lambda i: parse_memcpy(t.s(i))[::2] == ("DtoH", "Pageable"), dtype=bool, fill=False)
+        async_rows = cat[rows] == 3
+        blocking = np.zeros(len(rows), dtype=bool)
+        linked = rcopy[async_rows]
+        blocking[async_rows] = (linked != NONE) & to_pageable[np.where(linked != NONE, g.name[linked], NONE) + 1]
+        keep = ~async_rows | blocking
+        rows, rcopy = rows[keep], rcopy[keep]
+        is_copy = cat[rows] == 2
+        pageable = cat[rows] == 3
         kind.append(rt.name[rows])
         op.append(rt.op[rows])
         blocked.append(rt.dur[rows])
+        start.append(rt.ts[rows])
         copy = np.concatenate([copy, rcopy])
         memcpy = np.concatenate([memcpy, is_copy])
+        to_host = np.concatenate([to_host, pageable])
         src = np.concatenate([src, runtime_source(t)[rows].astype(np.int64)])
     cat_ = lambda parts, dt: np.concatenate(parts).astype(dt) if parts else np.zeros(0, dtype=dt)  # noqa: E731
-    return _Events(cat_(kind, np.int64), cat_(op, np.int64), cat_(blocked, np.float64), copy, memcpy, src)
+    return _Events(cat_(kind, np.int64), cat_(op, np.int64), cat_(blocked, np.float64), cat_(start, np.float64), copy, memcpy, to_host, src)
+
+
+def _idle_after(ctx: Context, ev: _Events) -> np.ndarray | None:
+    """Per sync: how long the device sat idle from the moment the wait returned until new work
+    started, at most the wait's length. The wait drained the queue, so the GPU idles until the host
+    queues more; without the sync that host work would have overlapped the queued work, by at most
+    the wait's length. Idle time during the wait is not counted: the GPU was then held up by
+    something the sync does not cause (another stream, another rank). None without GPU work."""
+    ms, me = busy_intervals(ctx)
+    if not len(ms):
+        return None
+    back = ev.start + ev.blocked
+    k = np.searchsorted(ms, back, side="right")  # first busy interval starting after the return
+    inside = (k > 0) & (me[np.maximum(k - 1, 0)] > back)  # still busy when the wait returned
+    nxt = np.where(k < len(ms), ms[np.minimum(k, len(ms) - 1)], back)
+    return np.where(inside, 0.0, np.minimum(np.maximum(nxt - back, 0.0), ev.blocked))
 
 
 @fact("sync_groups", key=("kind", "direction", "op_stack", "source"), fields=FIELDS)
@@ -181,6 +216,8 @@ def sync_groups(ctx: Context) -> list[Row]:
     groups = Groups(kind_id, dir_id, where[iid], src)
     dur_all = ev.blocked[groups.order]
     nb_all = nbytes[groups.order]
+    idle = _idle_after(ctx, ev)
+    idle_all = idle[groups.order] if idle is not None else None
     rows: list[Row] = []
     for gi, sl in enumerate(groups.slices()):
         dur = dur_all[sl]
@@ -196,7 +233,7 @@ def sync_groups(ctx: Context) -> list[Row]:
         rows.append(
             {
                 "kind": kind,
-                "category": "memcpy" if ev.memcpy[first] else SYNC_CALLS.get(kind) or SYNC_OPS[kind],
+                "category": "memcpy" if ev.memcpy[first] else "pageable_copy" if ev.to_host[first] else sync_kind(kind) or SYNC_OPS[kind],
                 "op": stack[-1] if stack else None,
                 "top_level_op": stack[0] if stack else None,
                 "op_stack": list(stack),
@@ -204,6 +241,8 @@ def sync_groups(ctx: Context) -> list[Row]:
                 "count": count,
                 "per_step": count / steps if steps else None,
                 "blocked_us": blocked,
+                "sync_note": "copies to pageable host memory" if ev.to_host[first] else None,
+                "gpu_idle_us": float(idle_all[sl].sum()) if idle_all is not None else None,
                 "mean_us": blocked / count,
                 "max_us": float(dur.max()),
                 "share_pct": 100.0 * blocked / span if span else None,

@@ -44,3 +44,39 @@ def step_of(trace: Trace, steps: list[Step], when: np.ndarray) -> np.ndarray:
     ok &= when <= ends[kk]
     out[ok] = k[ok]
     return out
+
+
+def recorded_span(trace: Trace) -> tuple[float, float] | None:
+    """First start and last end of what the trace recorded besides its step markers (ops,
+    runtime calls, GPU work, Python functions). A ProfilerStep marker can outlast the recorded events (the profiler
+    stopped, or the file was trimmed): time past them is not known to be idle."""
+    cached = trace.cache.get("recorded_span", False)
+    if cached is not False:
+        return cached  # type: ignore[no-any-return]
+    markers = np.zeros(len(trace.ops), dtype=bool)
+    for s in trace.steps:
+        markers[s.op] = True
+    lo, hi = np.inf, -np.inf
+    for ts, dur, keep in (
+        (trace.ops.ts, trace.ops.dur, ~markers),
+        (trace.runtime.ts, trace.runtime.dur, None),
+        (trace.gpu.ts, trace.gpu.dur, None),
+        (trace.pyfn.ts, trace.pyfn.dur, None),
+    ):
+        if keep is not None:
+            ts, dur = ts[keep], dur[keep]
+        if len(ts):
+            lo = min(lo, float(np.nanmin(ts)))
+            hi = max(hi, float(np.nanmax(ts + dur)))
+    out = (lo, hi) if hi >= lo else None
+    trace.cache["recorded_span"] = out
+    return out
+
+
+def clipped(trace: Trace, lo: float, hi: float) -> tuple[float, float]:
+    """[lo, hi] cut to the recorded span (unchanged when the trace recorded nothing else)."""
+    span = recorded_span(trace)
+    if span is None:
+        return lo, hi
+    a, b = max(lo, span[0]), min(hi, span[1])
+    return (a, b) if b >= a else (a, a)
