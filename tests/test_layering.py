@@ -14,6 +14,7 @@ LAYER = {
     "errors": 0,
     "model": 0,
     "ids": 0,
+    "identity": 0,
     "plugins": 0,
     "readers": 1,
     "graph": 2,
