@@ -58,6 +58,7 @@ class Config:
     suppress: list[Suppression] = field(default_factory=list)
     fail_on: FailOn | None = None
     include_edge_steps: bool | None = None
+    exclude: list[str] = field(default_factory=list)  # globs of files a directory scan skips (as --exclude)
     source: str | None = None  # the file it came from; not a key of the file
 
 
@@ -139,6 +140,7 @@ def _merge(base: Config, child: Config) -> Config:
         )
     merged.rule_dirs = base.rule_dirs + child.rule_dirs
     merged.suppress = base.suppress + child.suppress
+    merged.exclude = base.exclude + child.exclude
     merged.fail_on = child.fail_on or base.fail_on
     merged.include_edge_steps = child.include_edge_steps if child.include_edge_steps is not None else base.include_edge_steps
     merged.source = child.source

@@ -33,6 +33,8 @@ class Finding:
     fix: str = ""
     suppressed: str | None = None  # the suppression's reason, when one matched
     accepted: str | None = None  # the accepted-findings entry's reason, when one matched
+    role: str = ""  # the trace's role (perflint.identity): which trace this is, across runs
+    subject: dict[str, Any] = field(default_factory=dict)  # the row key fields the fingerprint hashes
 
     @property
     def source_file_line(self) -> tuple[str, int] | None:
@@ -69,10 +71,19 @@ class TraceResult:
     findings: list[Finding] = field(default_factory=list)
     rank_row: dict[str, Any] = field(default_factory=dict)  # facts for run-level (multi-rank) rules
     warnings: list[str] = field(default_factory=list)
+    role: str = ""  # perflint.identity.trace_role
 
     @property
     def label(self) -> str:
         return self.path if self.rank is None else f"{self.path} [rank {self.rank}]"
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    """A file a directory scan passed over: excluded, not a trace file name, or not a trace."""
+
+    path: str
+    reason: str
 
 
 @dataclass
@@ -84,6 +95,7 @@ class RunResult:
     notices: list[str] = field(default_factory=list)  # unused / expired suppressions, stale accepted entries
     rules: list[dict[str, Any]] = field(default_factory=list)  # metadata of enabled rules, for SARIF/JUnit
     fail_on: str = "error"
+    skipped: list[SkippedFile] = field(default_factory=list)
 
     def all_findings(self) -> list[Finding]:
         out = [f for t in self.traces for f in t.findings]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perflint.findings import Finding, RuleStatus, RunResult, TraceResult
+from perflint.findings import Finding, RuleStatus, RunResult, SkippedFile, TraceResult
 
 RULES: list[dict[str, Any]] = [
     {
@@ -124,6 +124,10 @@ def sample_result(fail_on: str = "error") -> RunResult:
         notices=["suppression for TC009 in .perflint.yaml matched nothing"],
         rules=RULES,
         fail_on=fail_on,
+        skipped=[
+            SkippedFile("traces/et/run_et.json.gz", "PyTorch execution trace (top-level keys 'schema', 'nodes'), not a profiler trace"),
+            SkippedFile("traces/README.md", "not a trace file name (.json, .json.gz)"),
+        ],
     )
 
 

@@ -15,6 +15,7 @@ LAYER = {
     "units": 0,
     "model": 0,
     "ids": 0,
+    "identity": 0,
     "plugins": 0,
     "readers": 1,
     "graph": 2,

@@ -308,8 +308,9 @@ def test_discover_rank_directory_picks_only_rank_files(tmp_path: Path) -> None:
     _copy(r0, tmp_path / "host_0.1700000000.pt.trace.json.gz")
     (tmp_path / "host_1.1700000001.pt.trace.json.gz").symlink_to(r1)
     (tmp_path / "notes.json").write_text('{"comment": "not a trace"}')
-    files, errors = discover([str(tmp_path)])
+    files, errors, skipped = discover([str(tmp_path)])
     assert errors == []
+    assert [(os.path.basename(p), "traceEvents" in why) for p, why in skipped] == [("notes.json", True)]
     assert [os.path.basename(f) for f in files] == [
         "host_0.1700000000.pt.trace.json.gz",
         "host_1.1700000001.pt.trace.json.gz",
@@ -322,15 +323,15 @@ def test_discover_directory_of_other_json(tmp_path: Path) -> None:
     _copy(shared_trace("kineto/test/gpu_metrics_input.json"), tmp_path / "b.json")
     (tmp_path / "README.txt").write_text("hello")
     (tmp_path / ".hidden.json").write_text("{}")
-    files, errors = discover([str(tmp_path)])
-    assert errors == []
+    files, errors, skipped = discover([str(tmp_path)])
+    assert errors == [] and [os.path.basename(p) for p, _ in skipped] == ["README.txt"]
     assert [os.path.basename(f) for f in files] == ["a.json.gz", "b.json"]
 
 
 def test_discover_empty_directory_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("x")
-    files, errors = discover([str(tmp_path)])
-    assert files == []
+    files, errors, skipped = discover([str(tmp_path)])
+    assert files == [] and len(skipped) == 1
     assert len(errors) == 1 and errors[0].source == str(tmp_path)
 
 

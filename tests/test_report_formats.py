@@ -33,7 +33,9 @@ def test_junit_suites_cases_and_states(tmp_path: Path) -> None:
     path.write_text(render("junit"), encoding="utf-8")
     xml = JUnitXml.fromfile(str(path))
     suites = {s.name: s for s in xml}
-    assert set(suites) == {"traces/train.pt.trace.json.gz", "traces/ranks/rank1.json [rank 1]", "run (all ranks)", "perflint.errors"}
+    assert set(suites) == {
+        "traces/train.pt.trace.json.gz", "traces/ranks/rank1.json [rank 1]", "run (all ranks)", "perflint.errors", "perflint.skipped"
+    }
     train = {c.name: c for c in suites["traces/train.pt.trace.json.gz"]}
     assert set(train) == {"TC001 tensor-cores.half-precision-without-tensor-cores", "LAUNCH001 launch.launch-bound", "HEALTH003 health.no-input-dims"}
     (fail,) = [r for r in train["TC001 tensor-cores.half-precision-without-tensor-cores"].result if isinstance(r, Failure)]
@@ -46,6 +48,12 @@ def test_junit_suites_cases_and_states(tmp_path: Path) -> None:
     assert isinstance(skip, Skipped) and "no GPU kernel events" in skip.message
     (err,) = list(suites["perflint.errors"])[0].result
     assert isinstance(err, Error)
+    # Files a directory scan passed over: one skipped testcase each, the reason as the message.
+    skips = {c.name: c.result[0] for c in suites["perflint.skipped"]}
+    assert set(skips) == {"skip traces/et/run_et.json.gz", "skip traces/README.md"}
+    assert all(isinstance(r, Skipped) for r in skips.values()) and "execution trace" in skips["skip traces/et/run_et.json.gz"].message
+    props = {p.name: p.value for p in suites["perflint.skipped"].properties()}
+    assert props == {"traces_checked": "2", "files_skipped": "2"}
     # Unique (classname, name) pairs: GitLab drops duplicates.
     keys = [(c.classname, c.name) for s in xml for c in s]
     assert len(keys) == len(set(keys))
@@ -117,10 +125,11 @@ def test_json_matches_schema(result) -> None:  # type: ignore[no-untyped-def]
 def test_json_same_content_as_other_reports() -> None:
     doc = json.loads(render("json"))
     assert doc["verdict"] == "error"
-    assert doc["counts"] == {"error": 1, "warning": 2, "info": 1, "suppressed": 1, "accepted": 1}
+    assert doc["counts"] == {"error": 1, "warning": 2, "info": 1, "suppressed": 1, "accepted": 1, "traces": 2, "skipped": 2}
+    assert [s["path"] for s in doc["skipped"]] == ["traces/et/run_et.json.gz", "traces/README.md"]
     fps = {f["fingerprint"] for t in doc["traces"] for f in t["findings"]} | {f["fingerprint"] for f in doc["run_findings"]}
     sarif = json.loads(render("sarif"))
-    assert fps == {r["partialFingerprints"]["perflintFingerprint/v1"] for r in sarif["runs"][0]["results"]}
+    assert fps == {r["partialFingerprints"]["perflintFingerprint/v2"] for r in sarif["runs"][0]["results"]}
     assert [r["code"] for r in doc["rules"]] == ["HEALTH003", "LAUNCH001", "STRAG001", "TC001"]
 
 
@@ -170,8 +179,9 @@ def test_github_limits_and_notice() -> None:
     errors = [l for l in lines if l.startswith("::error ")]
     warnings = [l for l in lines if l.startswith("::warning ")]
     notices = [l for l in lines if l.startswith("::notice ")]
-    assert len(errors) == 10 and len(warnings) == 10 and len(notices) == 1
-    assert "71 more findings" in notices[0]  # 90 + the rank-1 trace's info finding
+    assert len(errors) == 10 and len(warnings) == 10 and len(notices) == 2
+    assert "2 files skipped" in notices[0] and "traces/et/run_et.json.gz" in notices[0]
+    assert "71 more findings" in notices[1]  # 90 + the rank-1 trace's info finding
     # Most recoverable time first: the highest error index is 87 (errors are i % 3 == 0).
     assert "finding number 87 " in errors[0] and "line=88" in errors[0] and "file=src/m3.py" in errors[0]
 

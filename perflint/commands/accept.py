@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import Any
 
 from perflint.commands import check
+from perflint.errors import UsageError
 
 
 def add_parser(sub: Any, name: str) -> None:
@@ -14,19 +16,39 @@ def add_parser(sub: Any, name: str) -> None:
     p = sub.choices[name]
     p.description = "record current findings as accepted (ratchet): later checks fail only on new findings"
     p.add_argument("--reason", required=True, help="why these findings are accepted (stored with each entry)")
-    p.add_argument("--merge", action="store_true", help="keep entries already in the output file")
+    existing = p.add_mutually_exclusive_group()
+    existing.add_argument("--merge", action="store_true", help="add to the output file, keeping its entries")
+    existing.add_argument("--force", action="store_true", help="replace the output file")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def run(args: argparse.Namespace) -> int:
     if not args.output:
-        from perflint.errors import UsageError
-
         raise UsageError("accept", "--output/-o FILE is required")
+    exists = args.output != "-" and os.path.exists(args.output)
+    if exists and not (args.merge or args.force):
+        raise UsageError(args.output, "already exists: pass --merge to add to its entries, or --force to replace it")
     from perflint.commands.baseline_io import accepted_document, load_accepted, write_json
+    from perflint.commands.common import report_skipped
     from perflint.config import load_config
 
     cfg = load_config(args.config)
+    previous = load_accepted(args.output) if args.merge and exists else None  # a bad file fails before the traces
     result = check.execute(args, cfg)
-    previous = load_accepted(args.output) if args.merge and os.path.exists(args.output) else None
-    write_json(args.output, accepted_document(result, args.reason, previous))
+    report_skipped([(s.path, s.reason) for s in result.skipped])
+    doc, stats = accepted_document(result, args.reason, previous)
+    write_json(args.output, doc)
+    tail = ""
+    if previous is not None:
+        tail = f", {stats.kept} kept from the previous file"
+    elif exists:
+        tail = ", replacing the previous file"
+    where = "stdout" if args.output == "-" else args.output
+    print(
+        f"perflint: {_plural(stats.accepted, 'finding')} accepted from {_plural(stats.traces, 'trace')} into {where}{tail}",
+        file=sys.stderr,
+    )
     return 2 if result.errors else 0

@@ -8,7 +8,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from perflint.commands.common import add_input_options, budget_of, executor_of, jobs_of, report_errors
+from perflint.commands.common import add_input_options, budget_of, exclude_of, executor_of, jobs_of, report_errors
 from perflint.errors import UsageError
 from perflint.pipeline import Prepared
 from perflint.report import REPORTERS, ReportOptions
@@ -19,8 +19,8 @@ if TYPE_CHECKING:
     from perflint.findings import RunResult
     from perflint.model import Trace
 
-# The config, rules and analysis modules are imported by `execute`, after the trace's read has
-# begun: a big trace decodes in worker processes meanwhile (pipeline.Prepared).
+# The rules and analysis modules are imported by `execute`, after the trace's read has begun: a
+# big trace decodes in worker processes meanwhile (pipeline.Prepared).
 
 
 def _csv(text: str) -> list[str]:
@@ -64,11 +64,17 @@ def add_gate_options(p: argparse.ArgumentParser) -> None:
 
 
 def _check_one(
-    trace: Trace, active: list[ActiveRule], include_edge_steps: bool, baseline: Any = None, allow_mismatch: bool = False
+    trace: Trace,
+    active: list[ActiveRule],
+    include_edge_steps: bool,
+    baseline: Any = None,
+    allow_mismatch: bool = False,
+    roots: tuple[str, ...] = (),
 ) -> Any:
     from perflint.engine.run import check_trace
+    from perflint.identity import trace_role
 
-    return check_trace(trace, active, include_edge_steps, baseline, allow_mismatch)
+    return check_trace(trace, active, include_edge_steps, baseline, allow_mismatch, trace_role(trace.path, roots))
 
 
 def execute(args: argparse.Namespace, cfg: Config, prepared: Prepared | None = None) -> RunResult:
@@ -77,15 +83,18 @@ def execute(args: argparse.Namespace, cfg: Config, prepared: Prepared | None = N
     from perflint.config import apply_suppressions, select_rules
     from perflint.engine.loader import load_rules
     from perflint.engine.run import check_run
-    from perflint.findings import RunResult
+    from perflint.findings import RunResult, SkippedFile
 
     rules = load_rules(cfg.rule_dirs + list(args.rule_dir))
     active = select_rules(rules, cfg, args.select, args.ignore, args.extend_select)
     include_edges = bool(args.include_edge_steps or cfg.include_edge_steps)
     # Both files are read before any trace, so a bad one fails fast.
     accepted = load_accepted(args.accepted) if args.accepted else None
+    exclude = exclude_of(args, cfg)
     baseline = (
-        load_baseline(args.baseline, include_edges, args.input_format, jobs_of(args), budget_of(args)) if args.baseline else None
+        load_baseline(args.baseline, include_edges, args.input_format, jobs_of(args), budget_of(args), exclude)
+        if args.baseline
+        else None
     )
     fn = functools.partial(
         _check_one,
@@ -93,9 +102,10 @@ def execute(args: argparse.Namespace, cfg: Config, prepared: Prepared | None = N
         include_edge_steps=include_edges,
         baseline=baseline,
         allow_mismatch=args.allow_device_mismatch,
+        roots=tuple(args.paths),
     )
     if prepared is None:
-        prepared = Prepared(args.paths, args.input_format, jobs_of(args), executor_of(args), budget_of(args))
+        prepared = Prepared(args.paths, args.input_format, jobs_of(args), executor_of(args), budget_of(args), exclude)
     try:
         outcomes = prepared.run(fn)
     finally:
@@ -110,6 +120,7 @@ def execute(args: argparse.Namespace, cfg: Config, prepared: Prepared | None = N
         run_statuses=run_statuses,
         rules=[{**ar.rule.dump(), "severity": ar.severity, "params": ar.params} for ar in active],
         fail_on=args.fail_on or cfg.fail_on or "error",
+        skipped=[SkippedFile(p, why) for p, why in prepared.skipped],
     )
     by_code = {ar.code: ar.rule for ar in active}
     result.notices.extend(apply_suppressions(result.all_findings(), by_code, cfg))
@@ -150,12 +161,14 @@ def run(args: argparse.Namespace) -> int:
     dup = {t for t in outputs if t != "-" and outputs.count(t) > 1}
     if dup:
         raise UsageError(sorted(dup)[0], "two reports would write to the same file")
-    # The read begins first: a big trace decodes in worker processes while the rules load.
-    prepared = Prepared(args.paths, args.input_format, jobs_of(args), executor_of(args), budget_of(args))
-    try:
-        from perflint.config import load_config
+    from perflint.config import load_config
 
-        result = execute(args, load_config(args.config), prepared)
+    # The config names files to exclude, so it comes first; then the read begins: a big trace
+    # decodes in worker processes while the rules load.
+    cfg = load_config(args.config)
+    prepared = Prepared(args.paths, args.input_format, jobs_of(args), executor_of(args), budget_of(args), exclude_of(args, cfg))
+    try:
+        result = execute(args, cfg, prepared)
     finally:
         prepared.close()
     opts = ReportOptions(max_bytes=args.max_bytes, color=_use_color(args))

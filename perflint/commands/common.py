@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from perflint.errors import UsageError
 from perflint.pipeline import Executor, Outcome, default_jobs
 from perflint.readers.budget import parse_size
+
+if TYPE_CHECKING:
+    from perflint.config import Config
 
 
 def add_input_options(p: argparse.ArgumentParser) -> None:
@@ -29,7 +33,23 @@ def add_input_options(p: argparse.ArgumentParser) -> None:
         help="memory a trace's read may use, e.g. 2G (default: the memory available); a smaller "
         "budget reads in smaller slices, one at a time",
     )
+    add_exclude_option(p)
     add_executor_options(p)
+
+
+def add_exclude_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="skip files matching GLOB (relative to a directory given, or a base name); repeatable",
+    )
+
+
+def exclude_of(args: argparse.Namespace, cfg: Config | None = None) -> list[str]:
+    """--exclude globs, then the config's `exclude`."""
+    return list(getattr(args, "exclude", None) or []) + list(cfg.exclude if cfg is not None else [])
 
 
 def _size(text: str) -> int:
@@ -69,6 +89,12 @@ def executor_of(args: argparse.Namespace) -> Executor:
     if scheduler and kind != "dask":
         raise UsageError("--scheduler", "needs --executor dask")
     return Executor(kind, scheduler)
+
+
+def report_skipped(skipped: list[tuple[str, str]]) -> None:
+    """One notice line per file a directory scan passed over, on stderr."""
+    for path, why in skipped:
+        print(f"perflint: notice: skipped {path}: {why}", file=sys.stderr)
 
 
 def report_errors(outcomes: list[Outcome], debug: bool) -> bool:

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from perflint.commands.common import jobs_of
+from perflint.commands.common import add_exclude_option, exclude_of, jobs_of
 from perflint.errors import InputError
 
 # Each command imports what it runs when it runs: `perflint check` starts without these.
@@ -26,6 +26,7 @@ def add_parser(sub: Any, name: str) -> None:
     p.add_argument("--input-format", default=None)
     p.add_argument("--jobs", "-j", type=int, default=None)
     p.add_argument("--output", "-o", default=None, metavar="FILE")
+    add_exclude_option(p)
 
 
 def pair_snapshots(base: dict[str, Any], cur: dict[str, Any], allow_mismatch: bool) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -53,8 +54,9 @@ def run(args: argparse.Namespace) -> int:
 
     render = {"text": render_diff_text, "markdown": render_diff_markdown, "json": render_diff_json}
     jobs = jobs_of(args)
-    base = load_baseline(args.base, args.include_edge_steps, args.input_format, jobs)
-    cur = load_baseline(args.new, args.include_edge_steps, args.input_format, jobs)
+    exclude = exclude_of(args)
+    base = load_baseline(args.base, args.include_edge_steps, args.input_format, jobs, exclude=exclude)
+    cur = load_baseline(args.new, args.include_edge_steps, args.input_format, jobs, exclude=exclude)
     out = []
     for b, c in pair_snapshots(base, cur, args.allow_device_mismatch):
         out.append({"base": b["path"], "current": c["path"], "rank": c.get("rank"), "rows": compare(b, c)})

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from perflint.commands.common import add_input_options, budget_of, jobs_of
+from perflint.commands.common import add_input_options, budget_of, exclude_of, jobs_of
 
 
 def add_parser(sub: Any, name: str) -> None:
@@ -18,7 +18,9 @@ def add_parser(sub: Any, name: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from perflint.commands.baseline_io import build_snapshot, write_json
 
-    doc, errors = build_snapshot(args.paths, args.include_edge_steps, args.input_format, jobs_of(args), budget_of(args))
+    doc, errors = build_snapshot(
+        args.paths, args.include_edge_steps, args.input_format, jobs_of(args), budget_of(args), exclude_of(args)
+    )
     for e in errors:
         print(f"perflint: error: {e}", file=sys.stderr)
     if doc["traces"]:

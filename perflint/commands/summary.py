@@ -9,7 +9,7 @@ from typing import Any
 
 
 from perflint import __version__
-from perflint.commands.common import add_input_options, budget_of, executor_of, jobs_of, report_errors
+from perflint.commands.common import add_input_options, budget_of, exclude_of, executor_of, jobs_of, report_errors, report_skipped
 from perflint.model import Trace
 from perflint.pipeline import Prepared
 
@@ -41,7 +41,7 @@ def _one(trace: Trace, include_edge_steps: bool, timeline: bool) -> dict[str, An
 
 def run(args: argparse.Namespace) -> int:
     # The read begins before the metrics modules are imported (pipeline.Prepared).
-    prepared = Prepared(args.paths, args.input_format, jobs_of(args), executor_of(args), budget_of(args))
+    prepared = Prepared(args.paths, args.input_format, jobs_of(args), executor_of(args), budget_of(args), exclude_of(args))
     try:
         from perflint.metrics import summary  # noqa: F401 (imported while the workers decode)
 
@@ -57,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
             "perflint_version": __version__,
             "traces": traces,
             "errors": [{"path": o.path, "error": o.error} for o in outcomes if o.error],
+            "skipped": [{"path": p, "reason": why} for p, why in prepared.skipped],
         }
         import orjson
 
@@ -65,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
         from perflint.report.summary_text import render_summary
 
         text = "\n\n".join(render_summary(t) for t in traces) + ("\n" if traces else "")
+        report_skipped(prepared.skipped)  # stdout holds the traces' summaries
     if args.output:
         with open(args.output, "w", encoding="utf-8") as fh:
             fh.write(text)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from perflint import identity
 from perflint.engine.expr import Fn, compile_expr
 from perflint.engine.message import render
 from perflint.engine.rule_core import SEVERITIES, RuleCore
@@ -30,10 +31,10 @@ class ActiveRule:
         return self.rule.code
 
 
-def fingerprint(code: str, key: tuple[str, ...], row: Row, rank: int | None) -> str:
-    """Stable across runs of the same code: rule, rank and the row's identity (never times)."""
-    parts = [code, "" if rank is None else str(rank)] + [repr(row.get(k)) for k in key]
-    return hashlib.sha1("\x1f".join(parts).encode()).hexdigest()[:20]
+def fingerprint(code: str, key: tuple[str, ...], row: Row, rank: int | None, role: str, roles: Mapping[str, str] | None = None) -> str:
+    """Stable across runs of the same code (perflint.identity): rule, the row's subject (its key
+    fields; `roles` maps trace paths in it to roles), the trace's role and rank; never times."""
+    return identity.fingerprint(code, identity.subject(key, row, roles or {}), role, rank)
 
 
 MAX_FINDINGS = 10  # per rule and trace: more is noise, the rest is folded into the status count
@@ -129,14 +130,29 @@ def _listed(rule: RuleCore, members: list[_Hit], key: tuple[str, ...], top: int)
     return [{**{f: h.row.get(f) for f in fields}, "impact_us": h.impact} for h in members[:top]]
 
 
-def evaluate(ar: ActiveRule, facts: list[Row], key: tuple[str, ...], trace: str, rank: int | None) -> list[Finding]:
+def evaluate(
+    ar: ActiveRule,
+    facts: list[Row],
+    key: tuple[str, ...],
+    trace: str,
+    rank: int | None,
+    role: str | None = None,
+    roles: Mapping[str, str] | None = None,
+) -> list[Finding]:
     """Findings of one rule over one trace's fact rows: failing rows, grouped as the rule says,
-    one finding per distinct message, at most MAX_FINDINGS (most impact first)."""
+    one finding per distinct message, at most MAX_FINDINGS (most impact first). `role` is the
+    trace's identity across runs (default: its normalized file name), `roles` the roles of trace
+    paths the rows name (default: this trace's)."""
+    if role is None:
+        role = identity.normalize_name(os.path.basename(trace))
+    if roles is None:
+        roles = {trace: role}
     rule = ar.rule
     out: list[Finding] = []
     seen: dict[str, Finding] = {}
     for env, members, ident in _grouped(ar, _hits(ar, facts), key):
         top = members[0].row
+        ident_row = env if rule.group is not None else top
         impact = env.get("impact_us")
         evidence = {k: env.get(k) for k in rule.measure}
         if rule.group is not None:
@@ -157,7 +173,7 @@ def evaluate(ar: ActiveRule, facts: list[Row], key: tuple[str, ...], trace: str,
             message=message,
             trace=trace,
             rank=rank,
-            fingerprint=fingerprint(rule.code, ident, env if rule.group is not None else top, rank),
+            fingerprint=fingerprint(rule.code, ident, ident_row, rank, role, roles),
             impact_us=impact,
             evidence=evidence,
             kernel=top.get("kernel"),
@@ -166,6 +182,8 @@ def evaluate(ar: ActiveRule, facts: list[Row], key: tuple[str, ...], trace: str,
             input_dims=top.get("input_dims"),
             source=top.get("source"),
             fix=render(rule.fix, env),
+            role=role,
+            subject=dict(zip(ident, identity.subject(ident, ident_row, roles))),
         )
         seen[message] = f
         out.append(f)
@@ -203,16 +221,21 @@ def check_trace(
     include_edge_steps: bool = False,
     baseline: dict[str, Any] | None = None,
     allow_device_mismatch: bool = False,
+    role: str | None = None,
 ) -> TraceResult:
+    """Every per-trace rule over `trace`; `role` is its identity across runs (perflint.identity;
+    default: its normalized file name)."""
     load_all()
+    if role is None:
+        role = identity.normalize_name(os.path.basename(trace.path))
     ctx = Context(trace, include_edge_steps=include_edge_steps)
     trace.cache["analysis_steps_n"] = len(ctx.steps)
     if baseline is not None:
-        from perflint.facts._snapshot import identity
+        from perflint.facts._snapshot import identity as device_identity
         from perflint.facts.baseline import identity_mismatch
 
         entry = match_baseline(baseline, trace)
-        why = identity_mismatch(entry.get("identity", {}), identity(trace))
+        why = identity_mismatch(entry.get("identity", {}), device_identity(trace))
         if why and not allow_device_mismatch:
             raise InputError(
                 trace.path, f"baseline is from another device or software stack ({why}); use --allow-device-mismatch"
@@ -225,13 +248,14 @@ def check_trace(
         device=summary["device"],
         metrics={k: summary[k] for k in ("steps", "gpu", "temporal", "tensor_cores", "kernels")},
         warnings=list(trace.warnings),
+        role=role,
     )
     capabilities: dict[str, str | None] = {}
     for ar in active:
         if ar.rule.scope not in SOURCES:
             continue  # run-level rule: evaluated over all traces afterwards
         reason = missing(trace, ar.rule.requires, capabilities)
-        found = [] if reason else evaluate(ar, rows(ctx, ar.rule.scope), SOURCES[ar.rule.scope].key, trace.path, trace.rank)
+        found = [] if reason else evaluate(ar, rows(ctx, ar.rule.scope), SOURCES[ar.rule.scope].key, trace.path, trace.rank, role)
         result.statuses.append(status_of(ar, found, reason))
         result.findings.extend(found)
     if "trace" in SOURCES:
@@ -247,6 +271,7 @@ def check_run(traces: list[TraceResult], active: list[ActiveRule]) -> tuple[list
     findings: list[Finding] = []
     statuses: list[RuleStatus] = []
     rank_rows = [t.rank_row for t in traces if t.rank_row]
+    roles = {t.path: t.role for t in traces if t.role}
     for ar in active:
         if ar.rule.scope not in RUN_SOURCES:
             continue
@@ -255,7 +280,7 @@ def check_run(traces: list[TraceResult], active: list[ActiveRule]) -> tuple[list
         if not facts:
             statuses.append(status_of(ar, [], "needs at least two ranks (traces) in one run"))
             continue
-        found = evaluate(ar, facts, key, "(all ranks)", None)
+        found = evaluate(ar, facts, key, "(all ranks)", None, identity.RUN_ROLE, roles)
         statuses.append(status_of(ar, found, None))
         findings.extend(found)
     return findings, statuses

@@ -157,7 +157,9 @@ def _events(ctx: Context) -> _Events:
         async_rows = cat[rows] == 3
         blocking = np.zeros(len(rows), dtype=bool)
         linked = rcopy[async_rows]
-        blocking[async_rows] = (linked != NONE) & to_pageable[np.where(linked != NONE, g.name[linked], NONE) + 1]
+        names = np.full(len(linked), NONE, dtype=np.int64)
+        names[linked != NONE] = g.name[linked[linked != NONE]]
+        blocking[async_rows] = to_pageable[names + 1]
         keep = ~async_rows | blocking
         rows, rcopy = rows[keep], rcopy[keep]
         is_copy = cat[rows] == 2

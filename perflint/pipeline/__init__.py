@@ -36,7 +36,7 @@ class Prepared:
     worker processes); rank files for local --jobs workers go to a `ranks.RankPool` (each worker
     reads its first trace, then waits for the work) when they are big enough for that to pay.
     `run(fn)` does the work; `close()` abandons reads that `run` never ended (a bad config or
-    rule file)."""
+    rule file). Files a directory scan passed over are in `skipped`, with the reason."""
 
     def __init__(
         self,
@@ -45,9 +45,10 @@ class Prepared:
         jobs: int = 1,
         executor: Executor | None = None,
         memory_budget: int | None = None,
+        exclude: list[str] | tuple[str, ...] = (),
     ) -> None:
         self.fmt, self.jobs, self.executor, self.memory_budget = fmt, jobs, executor or Executor(), memory_budget
-        self.files, self.errors = discover(paths)
+        self.files, self.errors, self.skipped = discover(paths, exclude)  # skipped: (path, reason) pairs
         self.pending: PendingRead | None = None
         self.ranks: RankPool | None = None
         if self.executor.kind != "dask" and jobs > 1 and len(self.files) > 1 and _trace_bytes(self.files) >= RANK_POOL_MIN_BYTES:

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import os
 from collections.abc import Callable
@@ -68,33 +69,100 @@ def _raise(exc: BaseException) -> Any:
     raise exc
 
 
-def discover(paths: list[str]) -> tuple[list[str], list[InputError]]:
-    """Expand directories into trace files. A path that yields nothing is an error."""
+# Why a file under a scanned directory is not checked: (path, reason), in path order.
+Skip = tuple[str, str]
+
+
+def trace_suffixes() -> tuple[str, ...]:
+    """File-name endings of trace files: JSON, and what a plugin reader declares (`suffixes`)."""
+    extra = [s for r in _plugin_readers().values() for s in getattr(r, "suffixes", ()) if isinstance(s, str)]
+    return TRACE_SUFFIXES + tuple(s for s in extra if s not in TRACE_SUFFIXES)
+
+
+def discover(paths: list[str], exclude: list[str] | tuple[str, ...] = ()) -> tuple[list[str], list[InputError], list[Skip]]:
+    """Expand directories into trace files. A file under a directory is skipped, with the reason,
+    when `exclude` globs match it, when its name is not a trace file's, or when its content is
+    recognizably not a profiler trace (`sniff`); a file named here is always read unless excluded.
+    A path that yields no trace is an error."""
     files: list[str] = []
     errors: list[InputError] = []
+    skipped: list[Skip] = []
     for p in paths:
         if os.path.isdir(p):
-            found = _scan_dir(p)
+            found, skips = _scan_dir(p, tuple(exclude))
             if not found:
-                errors.append(InputError(p, "no trace files (*.json, *.json.gz) in directory"))
+                what = f"{len(skips)} file{'s' if len(skips) != 1 else ''} skipped" if skips else "no files"
+                errors.append(InputError(p, f"no trace files in directory ({what}; trace files are {', '.join(trace_suffixes())})"))
             files.extend(found)
+            skipped.extend(skips)
         elif os.path.exists(p):
-            files.append(p)
+            glob = excluded_by(p, exclude, whole=True)
+            if glob is None:
+                files.append(p)
+            else:
+                skipped.append((p, f"excluded by pattern '{glob}'"))
         else:
             errors.append(InputError(p, "no such file or directory"))
-    return files, errors
+    if paths and not files and not errors:  # everything excluded: a run that checks nothing must not pass
+        errors.append(InputError(" ".join(paths), f"no trace to check ({len(skipped)} excluded)"))
+    return files, errors, skipped
 
 
-def _scan_dir(root: str) -> list[str]:
+def excluded_by(rel: str, globs: tuple[str, ...] | list[str], whole: bool = False) -> str | None:
+    """The first glob matching `rel` (a path relative to the scanned directory), its base name,
+    or one of its parent directories; with `whole`, `rel` is a path as given (a file named on
+    the command line) and only it and its base name count. None when no glob matches."""
+    if not globs:
+        return None
+    parts = rel.replace(os.sep, "/").split("/")
+    if whole:
+        candidates = ["/".join(parts), parts[-1]]
+    else:
+        candidates = ["/".join(parts[:i]) for i in range(len(parts), 0, -1)] + [parts[-1]]
+    for g in globs:
+        pattern = g.replace(os.sep, "/").rstrip("/")
+        patterns = (pattern, pattern[3:]) if pattern.startswith("**/") else (pattern,)  # ** also matches no directory
+        if any(fnmatch.fnmatchcase(c, pat) for c in candidates for pat in patterns):
+            return g
+    return None
+
+
+def _scan_dir(root: str, exclude: tuple[str, ...]) -> tuple[list[str], list[Skip]]:
+    from perflint.readers.sniff import not_a_trace
+
+    suffixes = trace_suffixes()
     found: list[str] = []
+    skipped: list[Skip] = []
+    # Hidden files and directories (.git, editor state) are not part of a profiler run's output.
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for f in sorted(filenames):
-            if f.endswith(TRACE_SUFFIXES) and not f.startswith("."):
-                found.append(os.path.join(dirpath, f))
-    # tensorboard_trace_handler output: when rank files are present, other JSON is not a trace.
-    pt = [f for f in found if ".pt.trace.json" in os.path.basename(f)]
-    return pt or found
+            if f.startswith("."):
+                continue
+            path = os.path.join(dirpath, f)
+            glob = excluded_by(os.path.relpath(path, root), exclude)
+            if glob is not None:
+                skipped.append((path, f"excluded by pattern '{glob}'"))
+            elif not f.endswith(suffixes):
+                skipped.append((path, f"not a trace file name ({', '.join(suffixes)})"))
+            else:
+                why = not_a_trace(path) if f.endswith(TRACE_SUFFIXES) else None
+                if why is None:
+                    found.append(path)
+                else:
+                    skipped.append((path, why))
+    return found, skipped
 
 
-__all__ = ["READERS", "PendingRead", "detect_format", "discover", "read_bytes", "read_trace", "start_read"]
+__all__ = [
+    "READERS",
+    "PendingRead",
+    "Skip",
+    "detect_format",
+    "discover",
+    "excluded_by",
+    "read_bytes",
+    "read_trace",
+    "start_read",
+    "trace_suffixes",
+]

@@ -26,6 +26,8 @@ def full_counts(result: RunResult) -> dict[str, int]:
     every = result.all_findings()
     counts["suppressed"] = sum(1 for f in every if f.suppressed is not None)
     counts["accepted"] = sum(1 for f in every if f.suppressed is None and f.accepted is not None)
+    counts["traces"] = len(result.traces)
+    counts["skipped"] = len(result.skipped)
     return counts
 
 
@@ -87,8 +89,18 @@ def counts_line(result: RunResult) -> str:
     tail = [plural(len(result.traces), "trace")]
     if result.errors:
         tail.append(f"{len(result.errors)} unreadable")
+    if result.skipped:
+        tail.append(f"{plural(len(result.skipped), 'file')} skipped")
     if c["suppressed"]:
         tail.append(f"{c['suppressed']} suppressed")
     if c["accepted"]:
         tail.append(f"{c['accepted']} accepted")
     return f"{', '.join(parts)} in {', '.join(tail)}"
+
+
+def skipped_by_reason(result: RunResult) -> list[tuple[str, list[str]]]:
+    """The files a directory scan passed over, grouped by reason (most files first)."""
+    groups: dict[str, list[str]] = {}
+    for s in result.skipped:
+        groups.setdefault(s.reason, []).append(s.path)
+    return sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))

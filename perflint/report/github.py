@@ -2,7 +2,8 @@
 
 GitHub shows at most 10 error and 10 warning annotations per step, so perflint emits the most
 important ones: unreadable traces first, then the 10 most severe errors and the 10 warnings with
-the most recoverable time, then one `::notice` saying how many more findings there are.
+the most recoverable time, then a `::notice` naming the files a directory scan skipped, and one
+saying how many more findings there are.
 https://docs.github.com/actions/using-workflows/workflow-commands-for-github-actions
 """
 
@@ -61,6 +62,14 @@ def annotations(result: RunResult, root: str | None = None) -> list[str]:
     warnings = [f for f in found if f.severity == "warning"][:MAX_PER_LEVEL]
     out += [_annotation("error", f, root) for f in errors]
     out += [_annotation("warning", f, root) for f in warnings]
+    if result.skipped:
+        n = len(result.skipped)
+        first = "; ".join(f"{s.path} ({s.reason})" for s in result.skipped[:3])
+        rest = f"; and {n - 3} more" if n > 3 else ""
+        out.append(
+            f"::notice title={_prop(f'perflint: {n} file' + ('s' if n != 1 else '') + ' skipped')}::"
+            + _data(f"{len(result.traces)} traces checked; skipped: {first}{rest}; see the job log or the reports")
+        )
     more = len(found) - len(errors) - len(warnings)
     if more > 0:
         out.append(

@@ -38,6 +38,7 @@ def _trace(t: Any) -> dict[str, Any]:
         "statuses": [asdict(s) for s in t.statuses],
         "findings": [f.to_dict() for f in ordered(t.findings)],
         "warnings": list(t.warnings),
+        "role": t.role,
     }
 
 
@@ -54,6 +55,7 @@ def to_document(result: RunResult) -> dict[str, Any]:
         "run_statuses": [asdict(s) for s in result.run_statuses],
         "errors": list(result.errors),
         "notices": list(result.notices),
+        "skipped": [{"path": s.path, "reason": s.reason} for s in result.skipped],
         "rules": [_rule(r) for code, r in rules_by_code(result).items() if code in enabled],
     }
 

@@ -24,7 +24,9 @@ class FindingModel(_Model):
     message: str
     trace: str = Field(description="trace file the finding comes from (first rank's file for run-level rules)")
     rank: int | None = Field(description="rank of the trace, when it has one")
-    fingerprint: str = Field(description="stable identity across runs (rule, op stack, shapes, kernel)")
+    fingerprint: str = Field(
+        description="stable identity across runs: rule, subject, the trace's role and rank (never times or file names)"
+    )
     impact_us: float | None = Field(default=None, description="estimated recoverable time in microseconds")
     evidence: dict[str, Any] = Field(default_factory=dict, description="the measured fields the rule declares")
     kernel: str | None = None
@@ -35,6 +37,10 @@ class FindingModel(_Model):
     fix: str = ""
     suppressed: str | None = Field(default=None, description="the suppression's reason; not gated when set")
     accepted: str | None = Field(default=None, description="the accepted-findings entry's reason; not gated when set")
+    role: str = Field(default="", description="the trace's role: its path under the checked directory, run-varying parts as *")
+    subject: dict[str, Any] = Field(
+        default_factory=dict, description="the fact row's key fields the fingerprint hashes (a trace path as its role)"
+    )
 
 
 class RuleStatusModel(_Model):
@@ -56,6 +62,7 @@ class TraceModel(_Model):
     statuses: list[RuleStatusModel]
     findings: list[FindingModel] = Field(description="most severe first, then by recoverable time")
     warnings: list[str] = Field(default_factory=list)
+    role: str = Field(default="", description="identity of the trace across runs (see docs/report-json-schema.md)")
 
 
 class CountsModel(_Model):
@@ -64,6 +71,13 @@ class CountsModel(_Model):
     info: int
     suppressed: int = Field(description="findings silenced by a suppression (not gated)")
     accepted: int = Field(description="findings listed in the accepted-findings file (not gated)")
+    traces: int = Field(default=0, description="traces checked")
+    skipped: int = Field(default=0, description="files a directory scan passed over (see `skipped`)")
+
+
+class SkippedModel(_Model):
+    path: str
+    reason: str = Field(description="excluded by a pattern, not a trace file name, or not a profiler trace (what it is)")
 
 
 class ReferenceModel(_Model):
@@ -100,6 +114,7 @@ class ReportModel(_Model):
     run_statuses: list[RuleStatusModel]
     errors: list[str] = Field(description="one line each: '<path>: <problem>'")
     notices: list[str] = Field(description="unused or expired suppressions, stale accepted entries")
+    skipped: list[SkippedModel] = Field(default_factory=list, description="files under the directories given that were not checked")
     rules: list[RuleModel] = Field(description="the enabled rules")
 
 

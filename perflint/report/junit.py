@@ -5,7 +5,9 @@ JUnit view agrees with the exit code; findings below the gate, and suppressed or
 are listed in the testcase's system-out while it passes. A rule the trace lacks data for is
 skipped with the reason. Names are unique and stable across runs (GitLab drops duplicates):
 suite = trace label, classname = "perflint." + trace label, testcase = "<code> <rule name>".
-Unreadable traces become an error testcase in a "perflint.errors" suite.
+Unreadable traces become an error testcase in a "perflint.errors" suite; files a directory scan
+passed over become skipped testcases (the reason as the message) in a "perflint.skipped" suite.
+Every suite carries the run's `traces_checked` and `files_skipped` counts as properties.
 """
 
 from __future__ import annotations
@@ -71,10 +73,11 @@ def render_junit(result: RunResult, opts: ReportOptions) -> str:
     fixes = {r["code"]: r.get("fix", "") for r in result.rules if "code" in r}
     suites: list[TestSuite] = []
     seen: set[str] = set()
+    run_props = {"traces_checked": str(len(result.traces)), "files_skipped": str(len(result.skipped))}
     for t in sorted(result.traces, key=lambda t: (t.path, t.rank if t.rank is not None else -1)):
         name = _unique(t.label, seen)
         cases = [_case(s, t.findings, f"perflint.{name}", result.fail_on, fixes.get(s.code, "")) for s in t.statuses]
-        props = {"path": t.path, "device": (t.device or {}).get("name") or "unknown"}
+        props = {"path": t.path, "device": (t.device or {}).get("name") or "unknown", **run_props}
         if t.rank is not None:
             props["rank"] = str(t.rank)
         suites.append(TestSuite(name, sorted(cases, key=lambda c: c.name), properties=props))
@@ -84,7 +87,7 @@ def render_junit(result: RunResult, opts: ReportOptions) -> str:
             _case(s, result.run_findings, f"perflint.{name}", result.fail_on, fixes.get(s.code, ""))
             for s in result.run_statuses
         ]
-        suites.append(TestSuite(name, sorted(cases, key=lambda c: c.name)))
+        suites.append(TestSuite(name, sorted(cases, key=lambda c: c.name), properties=run_props))
     if result.errors:
         cases = []
         names: set[str] = set()
@@ -93,5 +96,13 @@ def render_junit(result: RunResult, opts: ReportOptions) -> str:
             case = TestCase(_unique(f"read {path}", names), classname="perflint.errors")
             case.add_error_info(message=err, error_type="input")
             cases.append(case)
-        suites.append(TestSuite(_unique("perflint.errors", seen), cases))
+        suites.append(TestSuite(_unique("perflint.errors", seen), cases, properties=run_props))
+    if result.skipped:
+        cases = []
+        names = set()
+        for skip in result.skipped:
+            case = TestCase(_unique(f"skip {skip.path}", names), classname="perflint.skipped")
+            case.add_skipped_info(message=skip.reason)
+            cases.append(case)
+        suites.append(TestSuite(_unique("perflint.skipped", seen), cases, properties=run_props))
     return to_xml_report_string(suites, prettyprint=True, encoding="utf-8")

@@ -2,16 +2,26 @@
 
 Verdict and counts first, then a findings table (most severe, most recoverable time first), then
 per-finding detail (evidence, source, fix), then per-trace top kernel categories and kernels,
-then skipped rules. The result stays within `ReportOptions.max_bytes` (default 1 MiB, GitHub's
-job-summary limit) by dropping detail in reverse priority (skipped rules, metrics, per-finding
-detail, then table rows) and saying what was left out; the verdict and the counts always stay.
+then skipped rules and skipped files. The result stays within `ReportOptions.max_bytes` (default
+1 MiB, GitHub's job-summary limit) by dropping detail in reverse priority (skipped files and rules,
+metrics, per-finding detail, then table rows) and saying what was left out; the verdict and the
+counts always stay.
 """
 
 from __future__ import annotations
 
 from perflint.findings import Finding, RunResult, TraceResult
 from perflint.report import ReportOptions
-from perflint.report._common import counts_line, fmt_us, fmt_value, location_label, ordered, rules_by_code, verdict
+from perflint.report._common import (
+    counts_line,
+    fmt_us,
+    fmt_value,
+    location_label,
+    ordered,
+    rules_by_code,
+    skipped_by_reason,
+    verdict,
+)
 
 DEFAULT_MAX_BYTES = 1024 * 1024
 _ICON = {"passed": "✅", "failed": "❌", "error": "⚠️"}
@@ -128,6 +138,20 @@ def _skipped(result: RunResult) -> str:
     return "\n".join(lines) + "\n\n"
 
 
+SKIPPED_SHOWN = 10  # file names listed per skip reason
+
+
+def _skipped_files(result: RunResult) -> str:
+    if not result.skipped:
+        return ""
+    lines = [f"### Skipped files ({len(result.skipped)})", ""]
+    for reason, paths in skipped_by_reason(result):
+        shown = ", ".join(code(p) for p in paths[:SKIPPED_SHOWN])
+        more = f" and {len(paths) - SKIPPED_SHOWN} more" if len(paths) > SKIPPED_SHOWN else ""
+        lines.append(f"- {esc(reason)} ({len(paths)} file{'s' if len(paths) != 1 else ''}): {shown}{more}")
+    return "\n".join(lines) + "\n\n"
+
+
 def render_markdown(result: RunResult, opts: ReportOptions) -> str:
     budget = opts.max_bytes if opts.max_bytes is not None else DEFAULT_MAX_BYTES
     fixes = {c: r.get("fix", "") for c, r in rules_by_code(result).items()}
@@ -172,6 +196,8 @@ def render_markdown(result: RunResult, opts: ReportOptions) -> str:
             metrics.append(block)
     skipped = _skipped(result)
     skipped_in = bool(skipped) and fits(skipped)
+    files = _skipped_files(result)
+    files_in = bool(files) and fits(files)
 
     parts = [header, *errors, "\n" if errors else ""]
     if rows:
@@ -182,6 +208,8 @@ def render_markdown(result: RunResult, opts: ReportOptions) -> str:
         parts += ["### Top kernels\n\n", *metrics]
     if skipped_in:
         parts.append(skipped)
+    if files_in:
+        parts.append(files)
     left: list[str] = []
     if len(errors) < len(result.errors):
         left.append(f"{len(result.errors) - len(errors)} of {len(result.errors)} errors")
@@ -193,6 +221,8 @@ def render_markdown(result: RunResult, opts: ReportOptions) -> str:
         left.append(f"kernel tables of {len(result.traces) - len(metrics)} traces")
     if skipped and not skipped_in:
         left.append("the skipped-rules list")
+    if files and not files_in:
+        left.append("the skipped-files list")
     if left:
         parts.append(f"_Left out to stay under {budget} bytes: {esc(', '.join(left))}; see the JSON report._\n")
     out = "".join(parts)

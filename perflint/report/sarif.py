@@ -6,8 +6,10 @@ message, one location and `partialFingerprints` (perflint's own stable fingerpri
 scanning tracks a finding across runs). The location is the user's source `file:line` when the
 trace recorded stacks, else the trace file without a region. Suppressed and accepted findings
 are kept as results with a `suppressions` entry, as the spec intends, so they stay visible but
-closed. Paths under `ReportOptions.root` (default: the working directory, i.e. the repository
-checkout in CI) are written relative to it, as code scanning requires; others as file:// URIs.
+closed. The run's properties count the traces checked and the files skipped; each skipped file is
+a note among the invocation's toolExecutionNotifications, with its reason. Paths under
+`ReportOptions.root` (default: the working directory, i.e. the repository checkout in CI) are
+written relative to it, as code scanning requires; others as file:// URIs.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from perflint.report import ReportOptions
 from perflint.report._common import SARIF_LEVEL, fmt_us, fmt_value, ordered, rules_by_code
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
-FINGERPRINT_KEY = "perflintFingerprint/v1"
+FINGERPRINT_KEY = "perflintFingerprint/v2"  # v2: the trace's role is part of the identity
 
 
 def _uri(path: str, root: str) -> str:
@@ -115,6 +117,7 @@ def to_sarif(result: RunResult, root: str | None = None) -> dict[str, Any]:
     index = {code: i for i, code in enumerate(rules)}
     notes = [{"level": "error", "message": {"text": e}} for e in result.errors]
     notes += [{"level": "note", "message": {"text": n}} for n in result.notices]
+    notes += [{"level": "note", "message": {"text": f"skipped {s.path}: {s.reason}"}} for s in result.skipped]
     invocation: dict[str, Any] = {"executionSuccessful": not result.errors}
     if notes:
         invocation["toolExecutionNotifications"] = notes
@@ -130,6 +133,7 @@ def to_sarif(result: RunResult, root: str | None = None) -> dict[str, Any]:
         "invocations": [invocation],
         "results": [_result(f, index[f.code], root) for f in ordered(result.all_findings())],
         "columnKind": "unicodeCodePoints",
+        "properties": {"tracesChecked": len(result.traces), "filesSkipped": len(result.skipped)},
     }
     return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
 

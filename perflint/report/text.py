@@ -11,11 +11,12 @@ import textwrap
 
 from perflint.findings import SEVERITIES, Finding, RunResult
 from perflint.report import ReportOptions
-from perflint.report._common import counts_line, fmt_us, location_label, ordered, verdict
+from perflint.report._common import counts_line, fmt_us, location_label, ordered, skipped_by_reason, verdict
 
 WIDTH = 100
 _COLORS = {"error": "31", "warning": "33", "info": "36", "passed": "32", "failed": "31", "dim": "2", "bold": "1"}
 _HEADINGS = {"error": "Errors", "warning": "Warnings", "info": "Info"}
+SKIPPED_SHOWN = 5  # file names listed per skip reason; the JSON report lists every one
 
 
 def _paint(text: str, what: str, on: bool) -> str:
@@ -74,6 +75,15 @@ def render_text(result: RunResult, opts: ReportOptions) -> str:
             n = len(where)
             scope = next(iter(where)) if n == 1 else f"{n} traces"
             lines += _wrap(f"{', '.join(sorted(codes))}: {reason} ({scope})", "  ")
+        lines.append("")
+    if result.skipped:
+        lines.append(_paint(f"Skipped files ({len(result.skipped)})", "bold", color))
+        for reason, paths in skipped_by_reason(result):
+            lines += _wrap(f"{reason}:", "  ")
+            for path in paths[:SKIPPED_SHOWN]:
+                lines += _wrap(path, "    ")
+            if len(paths) > SKIPPED_SHOWN:
+                lines.append(f"    and {len(paths) - SKIPPED_SHOWN} more")
         lines.append("")
     for err in result.errors:
         lines += _wrap(f"error: {err}", "")
