@@ -141,8 +141,8 @@ def test_bert_small_h100_low_busy_fires_util001(capsys: pytest.CaptureFixture[st
     t = _check(BERT, "UTIL", capsys)
     (f,) = _by_code(t, "UTIL001")
     assert not _by_code(t, "UTIL002")
-    assert f["severity"] == "error"
     (raw,) = raw_step_busy(shared_trace(BERT))  # one ProfilerStep (#6)
+    assert f["severity"] == "warning"  # one step, which may be the warm-up: not a merge-blocking verdict
     assert f["evidence"]["step_busy_median_pct"] == pytest.approx(raw, abs=0.05)
     assert 5 < raw < 10  # MANIFEST: busy ~8% of the kernel span; 6.9% of the step window
 
