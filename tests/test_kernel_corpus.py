@@ -99,7 +99,7 @@ CASES = [
     (r"void explicit_convolve_sgemm<", "conv", False, "fp32", "cuDNN", "cudnn.convolve_sgemm"),
     (r"void (cudnn::cnn::)?wgrad_alg[01]_engine<float", "conv", False, "fp32", "cuDNN", "cudnn.engine"),
     (r"void cudnn::detail::dgrad_engine<float", "conv", False, "fp32", "cuDNN", "cudnn.engine"),
-    (r"void fft2d_(r2c|c2r)_32x32<float", "conv", False, "fp32", "cuDNN", "cudnn.fft"),
+    (r"void fft2d_(r2c|c2r)_32x32<float", "conv", None, "fp32", "cuDNN", "cudnn.fft"),
     (r"void cudnn::winograd(_nonfused)?::", "conv", None, None, "cuDNN", "cudnn.winograd"),
     (r"(void )?cask_cudnn\w*::compute\w*Offsets", "conv", None, None, "cuDNN", "cudnn.cask_offsets"),
     (r"void cask_plugin__5x_cudnn::xmma__5x_cudnn::init_device_workspace_kernel", "conv", None, None, "cuDNN", "cudnn.workspace"),
