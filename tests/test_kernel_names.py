@@ -180,7 +180,9 @@ SYNTHETIC = [
     ("void c10d::symmetric_memory::one_shot_all_reduce_kernel<float, 8>(float*)", None,
      ("communication", None, None, "comm.scope")),
     ("void moe::finalize<cutlass::half_t, cutlass::gemm::GemmShape<128, 128, 32> >(cutlass::gemm::GemmCoord)", None,
-     ("other", None, None, "other")),
+     ("reduction", None, None, "moe.scoped_finalize")),
+    ("void mylib::scatter_rows<cutlass::gemm::kernel::GemmUniversal<int>, cutlass_80_tensorop_s1688gemm_64x64>(int)", None,
+     ("elementwise", None, None, "name.elementwise")),
 ]
 
 

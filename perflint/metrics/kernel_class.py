@@ -358,7 +358,6 @@ _DTYPE_RULES: dict[str, Callable[[KernelName], str | None]] = {
     "cutlass3": lambda k: _cutlass3(k)[0],
     "tensile": lambda k: _tensile(k)[0],
     "nvjet": _nvjet,
-    "miopen_token": lambda k: _token_dtype(k.function),
     "name_token": lambda k: _token_dtype(k.function),
     "triton_ogs": _triton_ogs,
 }
@@ -399,10 +398,9 @@ def _match(k: KernelName, depth: int = 0) -> tuple[Row, KernelName, Row | None]:
             return row, k, None
         if depth < _VIA_DEPTH:
             for a in k.template_args:
-                inner = parse_kernel_name(a)
-                if not re.match(r"[A-Za-z_]", inner.function):
+                if _LITERAL.fullmatch(a.strip()):
                     continue  # a number or a flag
-                got, ident, _ = _match(inner, depth + 1)
+                got, ident, _ = _match(parse_kernel_name(a), depth + 1)
                 if got is not _OTHER:
                     return got, ident, row
                 break
