@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from perflint.commands import accept, check, diff, explain, rules, snapshot, summary
+from perflint.commands import accept, check, classify, diff, explain, rules, snapshot, summary
 
 COMMANDS: dict[str, ModuleType] = {
     "summary": summary,
@@ -14,4 +14,5 @@ COMMANDS: dict[str, ModuleType] = {
     "snapshot": snapshot,
     "diff": diff,
     "accept": accept,
+    "classify": classify,
 }

@@ -5,8 +5,6 @@ The op side (OpInfo, op_info, op_infos) lives in `_optree` and is re-exported he
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from perflint.facts import Context
@@ -59,41 +57,9 @@ def kernel_op(t: Trace) -> np.ndarray:
     return out
 
 
-def _literal_table() -> list[tuple[tuple[str, ...], str]] | None:
-    """metrics.dtypes' kernel-name patterns as lower-case substrings, when every pattern is a
-    case-insensitive alternation of plain ASCII literals (then, on an ASCII name, a substring test
-    of the lower-cased name is the same test, without the regex engine's per-position scan).
-    None (use kernel_dtype itself) when the table is not of that form."""
-    table = []
-    try:
-        for rx, dt in getattr(dtypes, "_KERNEL_DTYPES", None) or ():
-            alts = rx.pattern.split("|")
-            if not rx.flags & re.IGNORECASE or not all(a and a.isascii() and re.escape(a) == a for a in alts):
-                return None
-            table.append((tuple(a.lower() for a in alts), dt))
-    except (TypeError, ValueError, AttributeError):
-        return None
-    return table or None
-
-
-_LITERALS = _literal_table()
-_NAME_DTYPES: dict[str, str | None] = {}
-
-
 def name_dtype(name: str) -> str | None:
-    """metrics.dtypes.kernel_dtype(name), memoized, with a substring fast path (kernel names run
-    to hundreds of characters and the regexes scan them once per alternative)."""
-    got = _NAME_DTYPES.get(name, _NAME_DTYPES)
-    if got is not _NAME_DTYPES:
-        return got  # type: ignore[return-value]
-    if _LITERALS is None or not name.isascii():
-        dt = dtypes.kernel_dtype(name)
-    else:
-        low = name.lower()
-        dt = next((d for alts, d in _LITERALS if any(a in low for a in alts)), None)
-    if len(_NAME_DTYPES) < 100_000:
-        _NAME_DTYPES[name] = dt
-    return dt
+    """The math dtype a kernel's name says (`metrics.dtypes.kernel_dtype`: memoized per name)."""
+    return dtypes.kernel_dtype(name)
 
 
 def kernel_row_dtype(t: Trace, info: OpInfo, kernel_name: str) -> str | None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
+
+from perflint.metrics.kernel_class import classify_kernel
 
 # Kineto `Input type` strings -> short dtype names.
 _OP_TYPES = {
@@ -26,16 +27,6 @@ _OP_TYPES = {
 }
 FLOAT_ORDER = ("fp8", "int8", "fp16", "bf16", "fp32", "fp64")
 
-_KERNEL_DTYPES = (
-    (re.compile(r"e4m3|e5m2|fp8|f8f6f4", re.I), "fp8"),
-    (re.compile(r"bf16|bfloat16", re.I), "bf16"),
-    (re.compile(r"tf32", re.I), "tf32"),
-    (re.compile(r"f16|fp16|__half|c10::Half|h884|h1688|h16816|hgemm|_HH|HHS", re.I), "fp16"),
-    (re.compile(r"i8|int8|imma|i8816", re.I), "int8"),
-    (re.compile(r"sgemm|<float|float>|_SS|SSS|f32|fp32", re.I), "fp32"),
-    (re.compile(r"dgemm|double", re.I), "fp64"),
-)
-
 
 def op_dtype(types: Any) -> str | None:
     """The compute dtype of an op: its first floating tensor input's type."""
@@ -49,10 +40,8 @@ def op_dtype(types: Any) -> str | None:
 
 
 def kernel_dtype(name: str) -> str | None:
-    for rx, dt in _KERNEL_DTYPES:
-        if rx.search(name):
-            return dt
-    return None
+    """The math dtype a kernel's name says by its library's convention (None: it does not say)."""
+    return classify_kernel(name).dtype
 
 
 def dtype_size(dtype: str | None) -> int | None:

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from perflint.model import KERNEL, Trace
-from perflint.metrics.kernels import classify, uses_tensor_cores
+from perflint.metrics.kernels import classify, trace_vendor, uses_tensor_cores
 
 # Counter names that count tensor-pipe (MMA) instructions in CUPTI profiler ranges.
 TENSOR_COUNTER_MARKERS = ("pipe_tensor", "tensor_op", "hmma", "imma")
@@ -18,9 +18,10 @@ HALF_SIMT_COUNTERS = ("smsp__sass_thread_inst_executed_op_hfma_pred_on.sum",)
 def counter_verdicts(trace: Trace) -> list[dict[str, Any]]:
     """Per CUPTI range of a matrix kernel: the name verdict and what the counters say."""
     out = []
+    vendor = trace_vendor(trace)
     for cr in trace.counter_ranges:
         name = trace.s(cr.name)
-        by_name = uses_tensor_cores(name)
+        by_name = uses_tensor_cores(name, vendor)
         if by_name is None:
             continue
         tensor = [v for k, v in cr.counters.items() if any(m in k for m in TENSOR_COUNTER_MARKERS)]
