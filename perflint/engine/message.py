@@ -42,8 +42,9 @@ def is_missing(value: Any) -> bool:
 
 
 def short_kernel(name: str) -> str:
-    base = re.sub(r"\(.*$", "", name.removeprefix("void "))
-    return base if len(base) <= 80 else base[:79] + "…"
+    from perflint.metrics.kernel_names import short_name
+
+    return short_name(name)
 
 
 class _Fmt(string.Formatter):
