@@ -1,25 +1,31 @@
 """Live parity with HolisticTraceAnalysis 0.5.0 get_temporal_breakdown (pip extra `hta`).
 
 Without HTA installed the test skips locally but FAILS in CI (env CI or PERFLINT_REQUIRE_SHARED),
-where the `hta` extra is installed. tests/test_metrics_temporal.py checks the same traces without HTA.
+where the `hta` extra is installed. tests/test_metrics_temporal.py checks the whole-µs traces without HTA.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import os
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
-from perflint.metrics.temporal import temporal_breakdown
+from perflint.metrics.temporal import hta_temporal, temporal_breakdown
 from perflint.graph.load import load_trace
+from perflint.model import Trace
+from perflint.readers.source import read_bytes
+from tests.builder import TraceBuilder
 from tests.conftest import shared_trace
 
-# GPU traces whose timestamps are whole microseconds (HTA's ns rounding is a no-op there); three
-# have >= 2 ProfilerSteps, so HTA's last-step/correlation filter is exercised, two have cuda_sync rows.
-PARITY_TRACES = [
+# Whole-µs GPU traces: three have >= 2 ProfilerSteps, so HTA's last-step/correlation filter is
+# exercised, two have cuda_sync rows.
+WHOLE_US = [
     "kineto/test/gpu_metrics_input.json",
     "kineto/samples/resnet50_num_workers_4/worker0.1623212756351.pt.trace.json.gz",
     "hta/critical_path/cuda_event_sync/event_sync_trace.json.gz",
@@ -28,7 +34,28 @@ PARITY_TRACES = [
     "hta/trace_filter/sampled_rank-0.json.gz",
     "hta/trace_filter/sampled_rank-1.json.gz",
 ]
-TOLERANCE_PP = 0.1
+# ns-resolution traces: HTA rounds every event to whole µs first (NVIDIA, MTIA, a CUDA-graph replay).
+FRACTIONAL = [
+    "hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
+    "tracelens/traces/h100/gaunernst_bert-small-uncased__1016001.json.gz",
+    "tracelens/traces/inference/vllm_decode_full/graph_execution.json.gz",
+    pytest.param(
+        "hta/mtia_trace_single_rank/mtia_rank_0.json.gz",
+        marks=pytest.mark.xfail(
+            strict=True,
+            reason="137 dma_request rows have no stream argument: HTA leaves them out, the reader gives "
+            "them their thread id as stream",
+        ),
+    ),
+]
+PARITY_TRACES = WHOLE_US + FRACTIONAL
+# HTA's columns: perflint's µs value and percentage key for each.
+COLUMNS = (
+    ("idle_time", "idle_us", "idle_pct"),
+    ("compute_time", "compute_us", "compute_pct"),
+    ("non_compute_time", "non_compute_us", "non_compute_pct"),
+    ("kernel_time", "kernel_time_us", None),
+)
 
 
 def _hta() -> Any:
@@ -42,17 +69,57 @@ def _hta() -> Any:
 
 @pytest.mark.parametrize("rel", PARITY_TRACES)
 def test_temporal_equals_live_hta(rel: str) -> None:
-    mod = _hta()
     path = os.path.abspath(shared_trace(rel))
+    _assert_equals_hta(path, load_trace(path))
+
+
+def test_mtia_temporal_equals_live_hta_without_streamless_rows() -> None:
+    """The MTIA trace once its device rows without a stream argument carry none (stream -1), as
+    HTA's parser has them: then the numbers are HTA's to the µs."""
+    path = os.path.abspath(shared_trace("hta/mtia_trace_single_rank/mtia_rank_0.json.gz"))
+    trace = load_trace(path)
+    events = json.loads(read_bytes(path))["traceEvents"]
+    starts = [e["ts"] for e in events if e.get("cat") == "mtia_ccp_events" and "stream" not in (e.get("args") or {})]
+    assert starts
+    g = trace.gpu
+    g.stream[np.isin(g.ts, np.array(starts, dtype=np.float64))] = -1
+    _assert_equals_hta(path, trace)
+
+
+def test_rounded_window_equals_live_hta(tmp_path: Path) -> None:
+    """On a fractional trace HTA compares rounded starts with the last step's rounded start: a
+    launch in the same µs as that step, though just before it, is dropped like one inside it."""
+    b = TraceBuilder()
+    for n, ts in ((1, 0.5), (2, 1000.5), (3, 2000.6)):
+        b.step(n, ts=ts, dur=999.7)
+    b.kernel("ampere_sgemm_128x64_nn", ts=50.4, dur=100.3, launch_ts=10.25)
+    b.memcpy(ts=400.7, dur=20.6, nbytes=4096, launch_ts=300.1)
+    b.kernel("ampere_sgemm_128x64_nn", ts=1700.2, dur=200.45, launch_ts=1500.7)
+    b.kernel("ampere_sgemm_128x64_nn", ts=2100.3, dur=400.2, launch_ts=2000.2)  # dropped: ceil 2001 both
+    b.kernel("ampere_sgemm_128x64_nn", ts=2600.3, dur=100.2, launch_ts=2500.4)
+    path = b.write(tmp_path / "fractional.json")
+    trace = load_trace(path)
+    tb = hta_temporal(trace)
+    assert tb is not None and tb.step_filter
+    assert tb.kernel_time_us == 1900 - 51  # the second GEMM's end, not the third's
+    _assert_equals_hta(path, trace)
+
+
+def _assert_equals_hta(path: str, trace: Trace) -> None:
+    """The same µs as HTA, and its percentages to the digits it prints."""
+    mod = _hta()
     logging.getLogger("hta").setLevel(logging.ERROR)
     # A {rank: file} dict gives HTA its rank, so traces without distributedInfo need nothing.
-    analysis = mod.TraceAnalysis(trace_files={0: path})
-    df = analysis.get_temporal_breakdown(visualize=False)
+    df = mod.TraceAnalysis(trace_files={0: path}).get_temporal_breakdown(visualize=False)
     row = df[df["rank"] == 0].iloc[0]
-    mine = temporal_breakdown(load_trace(path))
-    for key, col in (("idle_pct", "idle_time_pctg"), ("compute_pct", "compute_time_pctg"), ("non_compute_pct", "non_compute_time_pctg")):
-        assert mine[key] is not None
-        assert abs(mine[key] - float(row[col])) <= TOLERANCE_PP, (key, mine[key], float(row[col]))
+    tb = hta_temporal(trace)
+    assert tb is not None
+    pct = temporal_breakdown(trace)
+    for col, us, key in COLUMNS:
+        assert getattr(tb, us) == float(row[f"{col}(us)"]), (col, getattr(tb, us), float(row[f"{col}(us)"]))
+        if key is not None:
+            assert pct[key] is not None
+            assert round(pct[key], 2) == float(row[f"{col}_pctg"]), (key, pct[key], float(row[f"{col}_pctg"]))
 
 
 def test_cupti_counter_attribution_equals_live_hta() -> None:

@@ -76,6 +76,23 @@ def add_executor_options(p: argparse.ArgumentParser) -> None:
         metavar="ADDR",
         help="dask scheduler address (tcp://host:8786) for --executor dask; default: a local cluster",
     )
+    p.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="--executor dask: seconds to reach the scheduler, and to wait while it has no worker (default 10)",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        s = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not s > 0 or s == float("inf"):
+        raise argparse.ArgumentTypeError("must be a positive number of seconds")
+    return s
 
 
 def jobs_of(args: argparse.Namespace) -> int:
@@ -83,12 +100,12 @@ def jobs_of(args: argparse.Namespace) -> int:
 
 
 def executor_of(args: argparse.Namespace) -> Executor:
-    """Where per-trace work runs (--executor/--scheduler)."""
+    """Where per-trace work runs (--executor/--scheduler/--timeout)."""
     kind = getattr(args, "executor", "process") or "process"
     scheduler = getattr(args, "scheduler", None)
     if scheduler and kind != "dask":
         raise UsageError("--scheduler", "needs --executor dask")
-    return Executor(kind, scheduler)
+    return Executor(kind, scheduler, getattr(args, "timeout", 10.0), bool(getattr(args, "debug", False)))
 
 
 def report_skipped(skipped: list[tuple[str, str]]) -> None:

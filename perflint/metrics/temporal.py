@@ -2,6 +2,8 @@
 HolisticTraceAnalysis 0.5.0 defines it (spec: docs/metrics.md, "temporal").
 
 Everything here follows HTA's own rules, not perflint's analysis steps:
+* times: when any timestamp of the trace is fractional (ns resolution), HTA rounds every event to
+  whole µs, start up and end down, before anything else; so does this module.
 * window: when the trace names at least two distinct ProfilerStep strings, CPU events starting at or
   after the start of the last ProfilerStep are dropped, and device activities are kept only when a
   kept CPU event carries their correlation id (a launch-time rule: launches before the first step
@@ -10,12 +12,11 @@ Everything here follows HTA's own rules, not perflint's analysis steps:
   cuda_sync records); `kernel_time` is the span of that work, idle the gaps in its union.
 * compute: union of the activities HTA's name regexes call COMPUTATION (HTA's own classification,
   deliberately not perflint's kernel categories).
-Difference: HTA rounds fractional timestamps (start up, end down); perflint keeps exact times, so on
-fractional traces it can show less idle than HTA. Integer-µs traces agree exactly.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Callable
@@ -90,8 +91,37 @@ def _isin_int(values: np.ndarray, members: np.ndarray) -> np.ndarray:
     return s[pos] == values
 
 
-def hta_device_mask(trace: Trace) -> tuple[np.ndarray, bool]:
-    """GPU-table rows HTA's temporal breakdown unions, and whether the last-step filter applied."""
+def hta_rounds(trace: Trace) -> bool:
+    """Whether HTA's parser rounds this trace's events to whole µs: it does when its timestamp
+    column is fractional (a ns-resolution trace); on whole-µs traces rounding changes nothing."""
+    return any(_has_fraction(ts) for ts in (trace.gpu.ts, trace.runtime.ts, trace.ops.ts, trace.pyfn.ts))
+
+
+_CHUNK = 1 << 16
+
+
+def _has_fraction(ts: np.ndarray) -> bool:
+    """Any non-whole value, a chunk at a time into one small buffer: a whole column's floor would
+    fault in a column-sized array (a tenth of a second on 10M rows) to be read once."""
+    buf = np.empty(min(len(ts), _CHUNK))
+    for i in range(0, len(ts), _CHUNK):
+        chunk = ts[i : i + _CHUNK]
+        whole = buf[: len(chunk)]
+        np.floor(chunk, out=whole)
+        if not np.array_equal(whole, chunk):
+            return True
+    return False
+
+
+def _before(ts: np.ndarray, last: float, rounded: bool) -> np.ndarray:
+    """Rows that start before `last` as HTA compares them: on a rounded trace, ceil(ts) < ceil(last),
+    that is ts <= ceil(last) - 1 (no rounded copy of the column)."""
+    return ts <= math.ceil(last) - 1 if rounded else ts < last
+
+
+def hta_device_mask(trace: Trace, rounded: bool = False) -> tuple[np.ndarray, bool]:
+    """GPU-table rows HTA's temporal breakdown unions, and whether the last-step filter applied.
+    `rounded`: the trace's times are rounded as HTA does (`hta_rounds`)."""
     g = trace.gpu
     on_stream = g.stream != -1
     tables = (trace.ops, trace.pyfn, trace.runtime)
@@ -108,31 +138,31 @@ def hta_device_mask(trace: Trace) -> tuple[np.ndarray, bool]:
     gpu_row = ((g.stream >= 0) & (g.correlation >= 0)) | _name_hits(sync_lut, g.name)
     # Correlation ids of the kept CPU-side rows: runtime calls, plus activities HTA does not count as
     # GPU rows (no stream or no correlation); CPU ops carry none, which HTA reads as -1.
-    kept_cpu_gpu_table = ~gpu_row & (g.ts < last_start)
+    kept_cpu_gpu_table = ~gpu_row & _before(g.ts, last_start, rounded)
     others = [g.correlation[kept_cpu_gpu_table]]
-    if (trace.ops.ts < last_start).any() or (trace.pyfn.ts < last_start).any():
+    if _before(trace.ops.ts, last_start, rounded).any() or _before(trace.pyfn.ts, last_start, rounded).any():
         others.append(np.array([NONE], dtype=np.int64))
     launch = unique_correlation_launch(trace)
     if launch is None:
-        kept_rt = trace.runtime.correlation[trace.runtime.ts < last_start]
+        kept_rt = trace.runtime.correlation[_before(trace.runtime.ts, last_start, rounded)]
         found = _isin_int(g.correlation, np.concatenate([kept_rt, *others]))
     else:
-        found = _kept_by_launch(trace, launch, last_start) | _isin_sorted(g.correlation, np.concatenate(others))
+        found = _kept_by_launch(trace, launch, last_start, rounded) | _isin_sorted(g.correlation, np.concatenate(others))
     kept = np.where(gpu_row, found, kept_cpu_gpu_table)
     return kept & on_stream, True
 
 
-def _kept_by_launch(trace: Trace, launch: np.ndarray, last_start: float) -> np.ndarray:
+def _kept_by_launch(trace: Trace, launch: np.ndarray, last_start: float, rounded: bool) -> np.ndarray:
     """Per GPU row: its correlation id is on a runtime call kept (starting before `last_start`).
     With unique runtime ids the linked call is the only candidate (no membership table over the
     whole id range)."""
     g, rt = trace.gpu, trace.runtime
     out = np.zeros(len(g), dtype=bool)
     linked = launch != NONE
-    out[linked] = rt.ts[launch[linked]] < last_start
+    out[linked] = _before(rt.ts[launch[linked]], last_start, rounded)
     none = g.correlation == NONE  # never linked; a kept runtime call without an id matches them
     if none.any():
-        out[none] = bool(((rt.correlation == NONE) & (rt.ts < last_start)).any())
+        out[none] = bool(((rt.correlation == NONE) & _before(rt.ts, last_start, rounded)).any())
     return out
 
 
@@ -151,10 +181,13 @@ def hta_temporal(trace: Trace) -> TemporalBreakdown | None:
     if cached is not False:
         return cached  # type: ignore[no-any-return]
     g = trace.gpu
-    mask, filtered = hta_device_mask(trace)
+    rounded = hta_rounds(trace)
+    mask, filtered = hta_device_mask(trace, rounded)
     out: TemporalBreakdown | None = None
     if mask.any():
         ts, end = g.ts[mask], g.ts[mask] + g.dur[mask]
+        if rounded:  # HTA's order: the end from the exact times, then both rounded
+            ts, end = np.ceil(ts), np.floor(end)
         ms, me = merge(ts, end)
         kernel_time = float(me[-1] - ms[0])
         busy = float((me - ms).sum())
@@ -168,7 +201,9 @@ def hta_temporal(trace: Trace) -> TemporalBreakdown | None:
         out = TemporalBreakdown(
             idle_us=idle,
             compute_us=compute,
-            non_compute_us=kernel_time - compute - idle,
+            # Rounding can leave an event inverted (a sub-µs one that crosses no whole µs): HTA then
+            # counts negative busy time and fails its own non-compute >= 0 check.
+            non_compute_us=max(0.0, kernel_time - compute - idle),
             kernel_time_us=kernel_time,
             step_filter=filtered,
             device_events=int(mask.sum()),

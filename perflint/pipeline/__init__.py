@@ -8,8 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from perflint.errors import InputError, UsageError
+from perflint.errors import InputError
 from perflint.model import Trace
+from perflint.pipeline.cluster import ClusterError  # dask itself is imported only when a run uses it
 from perflint.pipeline.work import Outcome, Work, run_one as _run_one
 from perflint.readers import PendingRead, budget, discover, start_read
 
@@ -24,10 +25,13 @@ def default_jobs() -> int:
 @dataclass
 class Executor:
     """Where per-trace work runs: "process" (local worker processes, `jobs` of them) or "dask"
-    (a dask.distributed cluster at `scheduler`, or a LocalCluster of `jobs` workers when None)."""
+    (a dask.distributed cluster at `scheduler`, or a LocalCluster of `jobs` workers when None).
+    `timeout`: seconds to reach the dask scheduler; `debug`: keep dask's own log lines."""
 
     kind: str = "process"
     scheduler: str | None = None
+    timeout: float = 10.0
+    debug: bool = False
 
 
 class Prepared:
@@ -77,7 +81,9 @@ class Prepared:
 
         with Progress(len(work)) as progress:
             if ex.kind == "dask" and work:
-                for o in _run_dask(work, jobs, ex.scheduler):
+                from perflint.pipeline.cluster import run_dask
+
+                for o in run_dask(work, jobs, ex.scheduler, ex.timeout, ex.debug):
                     outcomes.append(o)
                     progress.advance(o.path)
             elif self.ranks is not None:
@@ -178,26 +184,4 @@ def _hook_progress(progress: Any, on: bool) -> None:
     chunked.PROGRESS = report
 
 
-def _run_dask(work: list[Work], jobs: int, scheduler: str | None) -> list[Outcome]:
-    """Per-trace work on a dask.distributed cluster; results gathered in path order."""
-    try:
-        from dask.distributed import Client, LocalCluster
-    except ImportError:
-        raise UsageError("--executor dask", "needs dask.distributed: install perflint-gpu[dask]") from None
-    if scheduler:
-        client = Client(scheduler)
-        cluster = None
-    else:
-        cluster = LocalCluster(n_workers=max(1, min(jobs, len(work))), threads_per_worker=1, processes=True)
-        client = Client(cluster)
-    try:
-        # pure=False: the same file twice is two tasks; each task is one whole trace.
-        futures = client.map(_run_one, work, pure=False)
-        return list(client.gather(futures))
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
-
-
-__all__ = ["Executor", "InputError", "Outcome", "Prepared", "default_jobs", "run"]
+__all__ = ["ClusterError", "Executor", "InputError", "Outcome", "Prepared", "default_jobs", "run"]

@@ -1,0 +1,151 @@
+"""Per-trace work on a dask.distributed cluster.
+
+A trace's own failure is its Outcome (`work.guarded` never raises), so whatever the cluster
+raises is the cluster's: the scheduler unreachable or lost, workers that died or cannot run
+perflint, no workers left. That stops the run as one `ClusterError` line (exit 2) naming the
+scheduler; `--debug` shows the traceback it came from.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from perflint.errors import PerflintError, UsageError
+from perflint.pipeline.work import Outcome, Work, run_one
+
+
+class ClusterError(PerflintError):
+    """The dask cluster failed, not a trace: the run stops."""
+
+
+def run_dask(work: list[Work], jobs: int, scheduler: str | None, timeout: float, debug: bool = False) -> list[Outcome]:
+    """`run_one` for every item of `work` on the cluster at `scheduler` (None: a LocalCluster of
+    up to `jobs` worker processes); outcomes in `work` order. `timeout`: seconds to reach the
+    scheduler, and to wait while it has no worker."""
+    try:
+        import dask
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise UsageError("--executor dask", "needs dask.distributed: install perflint-gpu[dask]") from None
+    where = scheduler or "the local dask cluster"
+    # The connect timeout also bounds the client's reconnect attempts and the workers' own connects.
+    settings: dict[str, Any] = {"distributed.comm.timeouts.connect": f"{timeout}s"}
+    with dask.config.set(settings), _quiet(debug):
+        cluster = None
+        try:
+            if scheduler:
+                client = Client(scheduler, timeout=timeout)
+            else:
+                n = max(1, min(jobs, len(work)))
+                cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
+                where = f"the local dask cluster at {cluster.scheduler_address}"
+                client = Client(cluster, timeout=timeout)
+        except Exception as exc:  # a bad address, a refused or silent port, or something else answering there
+            if cluster is not None:
+                with contextlib.suppress(Exception):
+                    cluster.close(timeout=timeout)
+            within = f" within {timeout:g} s" if isinstance(exc, (OSError, TimeoutError)) else ""
+            raise ClusterError(where, f"cannot connect to the dask scheduler{within} ({_why(exc)})") from exc
+        try:
+            return collect(client, work, where, timeout)
+        finally:
+            with contextlib.suppress(Exception):  # a lost scheduler: nothing left to close cleanly
+                client.close(timeout=timeout)
+            if cluster is not None:
+                with contextlib.suppress(Exception):
+                    cluster.close(timeout=timeout)
+
+
+def collect(client: Any, work: list[Work], where: str, timeout: float) -> list[Outcome]:
+    """The outcomes of `work` mapped on `client`, in order; a failure of the cluster (anything a
+    task raises, or no worker for `timeout` seconds) is a `ClusterError` naming `where`."""
+    # pure=False: the same file twice is two tasks; each task is one whole trace.
+    futures = client.map(_run_on_worker, work, pure=False)
+    out: list[Outcome] = []
+    try:
+        for (path, *_), fut in zip(work, futures):
+            out.append(_result(client, fut, path, where, timeout))
+    finally:
+        for fut in futures[len(out) :]:
+            with contextlib.suppress(Exception):
+                fut.cancel()
+    return out
+
+
+def _run_on_worker(args: Work) -> Outcome:
+    """`run_one` with the trace read in this process: the cluster decides how many run at once,
+    and a reader's forked children would hold this worker's connections open after it died."""
+    from perflint.readers import kineto
+
+    kineto.READ_WORKERS = 1
+    return run_one(args)
+
+
+_POLL_S = 1.0  # how often a waiting run checks that the cluster still has workers
+
+
+def _result(client: Any, fut: Any, path: str, where: str, timeout: float) -> Outcome:
+    """`fut`'s outcome; while it runs, the scheduler is asked now and then for its workers: a
+    scheduler with none for `timeout` seconds would leave the run waiting for ever."""
+    from concurrent.futures import CancelledError
+
+    from distributed.scheduler import KilledWorker
+
+    idle_since: float | None = None
+    while True:
+        try:
+            return fut.result(timeout=min(_POLL_S, timeout))
+        except TimeoutError:
+            pass
+        except KilledWorker as exc:
+            n = exc.allowed_failures + 1
+            who = "a dask worker" if n == 1 else f"{n} dask workers"
+            raise ClusterError(where, f"{who} died while analysing {path}; the run stopped") from exc
+        except CancelledError as exc:  # the client cancels every future when the scheduler goes
+            raise ClusterError(where, "lost the connection to the dask scheduler; the run stopped") from exc
+        except Exception as exc:  # run_one never raises: this is the cluster's (a worker without perflint, a lost comm)
+            raise ClusterError(where, f"the dask cluster failed while analysing {path} ({_why(exc)}); the run stopped") from exc
+        try:
+            workers = client.nthreads()
+        except Exception as exc:
+            raise ClusterError(where, f"lost the connection to the dask scheduler ({_why(exc)}); the run stopped") from exc
+        if workers:
+            idle_since = None
+        elif idle_since is None:
+            idle_since = time.monotonic()
+        elif time.monotonic() - idle_since >= timeout:
+            raise ClusterError(where, f"the dask scheduler has had no workers for {timeout:g} s; the run stopped")
+
+
+def _why(exc: BaseException) -> str:
+    """The root of `exc`'s chain in a few words (dask wraps a refused connection twice)."""
+    root: BaseException = exc
+    while root.__cause__ is not None:
+        root = root.__cause__
+    text = str(root).splitlines()[0] if str(root) else ""
+    if isinstance(root, OSError) and root.strerror:
+        text = root.strerror.lower()
+    return f"{type(root).__name__}: {text}" if text and not isinstance(root, OSError) else text or type(root).__name__
+
+
+@contextlib.contextmanager
+def _quiet(debug: bool) -> Iterator[None]:
+    """dask logs its retries and a lost worker or scheduler on stderr: perflint says it in one
+    line instead (all of it with --debug)."""
+    if debug:
+        yield
+        return
+    import logging
+
+    # Process-wide: dask sets its own loggers' levels, and perflint itself does not log.
+    before = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logging.disable(before)
+
+__all__ = ["ClusterError", "collect", "run_dask"]
