@@ -115,26 +115,31 @@ def test_rule_verdicts_on_h100_traces(report: dict[str, dict[str, Any]], scenari
 
 def test_tc002_names_the_simt_sgemm_kernels(report: dict[str, dict[str, Any]]) -> None:
     raw = {e["name"] for e in _raw("gemm_fp32") if e.get("cat") == "kernel" and "_ffma_" in e["name"]}
-    flagged = {f["kernel"] for f in _findings(report, "gemm_fp32", "TC002")}
+    (f,) = _findings(report, "gemm_fp32", "TC002")  # one finding for the trace's fp32 GEMMs
+    flagged = {i["kernel"] for i in f["evidence"]["top_items"]}
     assert flagged and flagged <= raw
 
 
 def test_tc001_flags_the_depthwise_simt_kernels(report: dict[str, dict[str, Any]]) -> None:
-    flagged = {f["kernel"] for f in _findings(report, "depthwise_conv_fp16", "TC001")}
+    (f,) = _findings(report, "depthwise_conv_fp16", "TC001")  # one finding: fp16 conv work
+    flagged = {i["kernel"] for i in f["evidence"]["top_items"]}
     assert flagged == {"conv2d_c1_k1_nchw_shmem_tiling", "wgrad2d_shmem_tiling"}
+    assert f["severity"] == "error"  # 20% of the step time: material
 
 
 def test_dim001_names_the_odd_dims(report: dict[str, dict[str, Any]]) -> None:
     odd = {1019, 2043, 1021, 509}
-    for f in _findings(report, "gemm_fp16_unaligned", "DIM001"):
-        dims = {int(d.split("=")[1]) for d in f["evidence"]["misaligned_dims"]}
+    (f,) = _findings(report, "gemm_fp16_unaligned", "DIM001")
+    for item in f["evidence"]["top_items"]:
+        dims = {int(d.split("=")[1]) for d in item["misaligned_dims"]}
         assert dims and dims <= odd, f["message"]
 
 
 def test_layout001_flags_copies_inside_convolutions(report: dict[str, dict[str, Any]]) -> None:
-    found = _findings(report, "conv_fp16", "LAYOUT001")
-    assert {f["op"] for f in found} == {"aten::copy_"}
-    stacks = [f["op_stack"] for f in found]
+    (f,) = _findings(report, "conv_fp16", "LAYOUT001")  # one finding for the trace's conversions
+    items = f["evidence"]["top_items"]
+    assert {i["op"] for i in items} == {"aten::copy_"}
+    stacks = [i["op_stack"] for i in items]
     assert any("aten::_convolution" in s for s in stacks)
     assert any("aten::convolution_backward" in s for s in stacks)
     # The output's dtype cast (aten::to outside any convolution) is not a layout conversion.

@@ -186,8 +186,9 @@ def test_vllm_graph_execution_is_busy(capsys: pytest.CaptureFixture[str]) -> Non
 
 def test_resnet50_occupancy_findings(capsys: pytest.CaptureFixture[str]) -> None:
     t = _check(RN0, "OCC", capsys)
-    small = [f for f in _by_code(t, "OCC002") if "bn_bw_1C11_kernel_new" in f["kernel"]]
-    assert small and small[0]["evidence"]["blocks"] == 64 and small[0]["evidence"]["sm_count"] == 80
+    # bn_bw_1C11_kernel_new launches 64 blocks on 80 SMs, but it is 1.4% of kernel time: filling
+    # the idle fifth of the SMs would win 0.3% of the step, under OCC002's 1% floor.
+    assert not [f for f in _by_code(t, "OCC002") if "bn_bw_1C11_kernel_new" in f["kernel"]]
     tail = [f for f in _by_code(t, "OCC004") if "dgrad_engine<float, 512, 6, 5, 3, 3, 3" in f["kernel"]]
     assert tail and tail[0]["evidence"]["blocks"] == 896 and tail[0]["evidence"]["max_blocks_per_sm"] == 10
     assert not _by_code(t, "OCC003")

@@ -7,7 +7,9 @@ import numpy as np
 from perflint.facts import Context, Row, fact
 from perflint.facts._common import kernel_op, kernel_row_dtype, op_infos, primary_device, steps_time_us, window_mask
 from perflint.facts._group import Groups, dense_ids
-from perflint.metrics.kernels import CATEGORIES, classify
+from perflint.facts.launch import window_span_us
+from perflint.metrics.kernel_class import classify_kernel
+from perflint.metrics.kernels import CATEGORIES, classify, trace_vendor
 from perflint.model import KERNEL, NONE
 
 FIELDS = {
@@ -38,6 +40,11 @@ FIELDS = {
     "compute_capability": "major*10+minor for NVIDIA devices",
     "vendor": "nvidia | amd | unknown",
     "steps": "number of analysis steps",
+    "window_share_pct": "share of the analysed time (step time, else the GPU span of the trace)",
+    "library": "library whose naming convention identified the kernel (cublas, cudnn, cutlass, triton, ...; '' unknown)",
+    "helper": "a library helper beside matrix kernels (split-K reduction, workspace initialisation)",
+    "layout_conversion": "the kernel converts tensors between NCHW and NHWC (by its function name)",
+    "kernel_row": "the classification table row that decided the kernel's category",
 }
 
 
@@ -95,6 +102,8 @@ def kernel_groups(ctx: Context) -> list[Row]:
         return []
     total = float(g.dur[sel].sum())
     step_time = steps_time_us(ctx)
+    span = window_span_us(ctx)
+    vendor = trace_vendor(t)
     kop = kernel_op(t)[sel]
     cls = classify(t)
     dev = primary_device(ctx)
@@ -134,6 +143,7 @@ def kernel_groups(ctx: Context) -> list[Row]:
         time_us = float(dur_sum)
         tc = tcs[gi]
         count = counts[gi]
+        kc = classify_kernel(kname, vendor)
         rows.append(
             {
                 "kernel": kname,
@@ -163,6 +173,11 @@ def kernel_groups(ctx: Context) -> list[Row]:
                 "compute_capability": cc,
                 "vendor": dev.vendor if dev else "unknown",
                 "steps": len(ctx.steps),
+                "window_share_pct": 100.0 * time_us / span if span else None,
+                "library": kc.library,
+                "helper": kc.helper,
+                "layout_conversion": kc.layout_conversion,
+                "kernel_row": kc.row,
             }
         )
     rows.sort(key=lambda r: -r["time_us"])

@@ -151,16 +151,25 @@ def _targets(ctx: Context, cand: np.ndarray) -> np.ndarray:
     return target
 
 
-def _hint(cc: int | None, vendor: str) -> str:
+def _hint(cc: int | None, vendor: str, op_class: str | None) -> str:
     if vendor != "nvidia" or cc is None:
         return "use bf16/fp16 autocast (torch.autocast)"
-    if cc >= 80:
+    if cc < 80:
         return (
-            "enable TF32 (torch.backends.cuda.matmul.allow_tf32 = True or "
-            "torch.set_float32_matmul_precision('high'); torch.backends.cudnn.allow_tf32 = True) "
-            "or run in bf16 with torch.autocast('cuda', dtype=torch.bfloat16)"
+            "use AMP: torch.autocast('cuda', dtype=torch.float16) with torch.cuda.amp.GradScaler "
+            "(no TF32/bf16 before compute capability 8.0)"
         )
-    return "use AMP: torch.autocast('cuda', dtype=torch.float16) with torch.cuda.amp.GradScaler (no TF32/bf16 before compute capability 8.0)"
+    if op_class == "conv":
+        # PyTorch allows TF32 for cuDNN convolutions by default: a SIMT kernel here is cuDNN's choice.
+        return (
+            "cuDNN may use TF32 for convolutions by default (torch.backends.cudnn.allow_tf32) yet chose "
+            "SIMT kernels: set torch.backends.cudnn.benchmark = True so it times the Tensor Core ones, "
+            "check allow_tf32 is not turned off, or run in bf16 with torch.autocast('cuda', dtype=torch.bfloat16)"
+        )
+    return (
+        "enable TF32 for matmuls (torch.set_float32_matmul_precision('high') or "
+        "torch.backends.cuda.matmul.allow_tf32 = True) or run in bf16 with torch.autocast('cuda', dtype=torch.bfloat16)"
+    )
 
 
 @fact("op_groups", key=("op", "input_dims", "dtype"), fields=FIELDS)
@@ -293,7 +302,7 @@ def op_groups(ctx: Context) -> list[Row]:
                 "source": info.source,
                 "compute_capability": cc,
                 "vendor": vendor,
-                "fp32_speedup_hint": _hint(cc, vendor),
+                "fp32_speedup_hint": _hint(cc, vendor, op_class(name)),
             }
         )
     rows.sort(key=lambda r: -(r["time_us"] or 0.0))
