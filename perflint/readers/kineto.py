@@ -1074,7 +1074,7 @@ def _apply_metadata(trace: Trace, doc: TraceFile) -> None:
         "cupti_version",
     ):
         v = getattr(doc, key)
-        if v.__class__ is int and meta_int(v, -INT64_MAX, INT64_MAX) is None:
+        if v.__class__ is int and meta_int(v, -INT64_MAX - 1, INT64_MAX) is None:
             notes.append(f"out-of-range {key} ignored")  # the reports write ints as int64
         elif isinstance(v, (str, int, float)):
             trace.meta[key] = v
