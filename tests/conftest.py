@@ -4,11 +4,23 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("PERFLINT_SHARED", ROOT.parent / "shared"))
 TRACES = SHARED / "traces"
 FIXTURES = ROOT / "fixtures"
+
+# Hypothesis profiles. "ci" (the default, what .ci/run runs) is deterministic: the same examples
+# on every run and machine, so a landing never depends on a dice roll; an example it should keep
+# checking is written into the test (@example) or as a plain test. "explore" (PERFLINT_FUZZ=explore)
+# draws fresh random examples, many of them, to hunt for new bugs; CI runs it in a job of its own
+# that cannot fail the build. PERFLINT_FUZZ_EXAMPLES sets how many examples it draws.
+settings.register_profile("ci", derandomize=True, database=None, deadline=None, max_examples=60, print_blob=True)
+settings.register_profile(
+    "explore", deadline=None, max_examples=int(os.environ.get("PERFLINT_FUZZ_EXAMPLES", "1000")), print_blob=True
+)
+settings.load_profile(os.environ.get("PERFLINT_FUZZ", "ci"))
 
 
 def shared_trace(rel: str) -> str:

@@ -1,4 +1,4 @@
-"""Bad input (issue 2, point 6): each case exits 2 with exactly one stderr line that names the
+"""Bad input: each case exits 2 with exactly one stderr line that names the
 file and the problem, never a traceback; in a multi-file run the good file is still summarized."""
 
 from __future__ import annotations

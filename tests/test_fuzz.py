@@ -1,9 +1,15 @@
-"""Property test (issue 2, point 6): mangled real traces never crash `perflint summary`.
+"""Property test: mangled real traces never crash `perflint summary` or `perflint check`.
 
 Whatever the damage (truncation, flipped bytes, deleted keys, values of the wrong type, huge or
-negative numbers, shuffled events), the result is exit 0 with a summary, or exit 2 with exactly
-one stderr line naming the file: never a traceback, never an "internal error".
-Set PERFLINT_FUZZ_EXAMPLES to run more examples (e.g. 2000) when hunting bugs.
+negative numbers, shuffled events), `summary --format json` exits 0 with a summary, or 2 with
+exactly one stderr line naming the file; `check --format json` writes its JSON report and exits
+0, 1 or 2 with the same one line for an unreadable trace: never a traceback, never an
+"internal error". Each example is read one of three ways: whole, or sliced through the C scanner
+(when built) or the Python column builders.
+
+The gating suite runs the deterministic "ci" hypothesis profile (tests/conftest.py); examples
+that once failed are kept below with @example. To hunt for new ones:
+    PERFLINT_FUZZ=explore PERFLINT_FUZZ_EXAMPLES=2000 python -m pytest tests/test_fuzz.py
 """
 
 from __future__ import annotations
@@ -17,19 +23,23 @@ import tempfile
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from perflint.cli import main
 from tests.builder import TraceBuilder
 from tests.conftest import FIXTURES, TRACES
 
-EXAMPLES = int(os.environ.get("PERFLINT_FUZZ_EXAMPLES", "60"))
-SETTINGS = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+# max_examples, deadline and randomness come from the loaded profile (tests/conftest.py).
+SETTINGS = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
+# How an example is read: the whole document at once, or in small slices (the reader of big
+# files) through the C scanner or the Python column builders.
+WAYS: dict[str, dict[str, str]] = {
+    "whole": {},
+    "sliced-native": {"PERFLINT_CHUNK_BYTES": "512", "PERFLINT_NATIVE": "1"},
+    "sliced-python": {"PERFLINT_CHUNK_BYTES": "512", "PERFLINT_NATIVE": "0"},
+}
 
 # Small real traces: recorded CPU fixtures (always present) and small GPU traces of the corpus.
 FIXTURE_SEEDS = ["cpu/sync_item.pt.trace.json.gz", "cpu/bf16_linear.pt.trace.json.gz"]
@@ -83,7 +93,8 @@ def seed_names() -> list[str]:
 WEIRD_VALUES = st.one_of(
     st.none(),
     st.booleans(),
-    st.sampled_from([-1, -1e18, 1e300, -1e300, 2**63, 2**64 + 7, -(2**70), 0, 0.5, 7 * 24 * 3600 * 10**6 + 1]),
+    st.sampled_from([-1, -1e18, 1e300, -1e300, 2**63, 2**64 + 7, -(2**70), 0, 0.5, 7 * 24 * 3600 * 10**6 + 1,
+                     2**31, 2**53 + 1, 2**62, -(2**63), 10**30, 10**400, 1.7e308]),
     st.integers(),
     st.floats(allow_nan=False, allow_infinity=False),
     st.text(max_size=8),
@@ -101,7 +112,11 @@ ARG_KEYS = [
     "est. achieved occupancy %", "stream", "device", "bytes", "Collective name", "Bytes", "Total Allocated",
     "Total Reserved", "Device Type", "Device Id",
 ]
-TOP_KEYS = ["deviceProperties", "computeProperties", "distributedInfo", "displayTimeUnit", "schemaVersion", "traceName"]
+TOP_KEYS = ["deviceProperties", "computeProperties", "distributedInfo", "displayTimeUnit", "schemaVersion", "traceName",
+            "cuda_runtime_version"]
+DEVICE_KEYS = ["id", "name", "numSms", "computeMajor", "computeMinor", "major", "warpSize", "multiProcessorCount",
+               "maxThreadsPerMultiprocessor", "regsPerMultiprocessor", "regsPerBlock", "sharedMemPerMultiprocessor",
+               "sharedMemPerBlockOptin", "maxBlocksPerMultiProcessor", "totalGlobalMem"]
 
 
 @st.composite
@@ -111,8 +126,8 @@ def mangled_doc(draw: st.DrawFn) -> Any:
     events = doc["traceEvents"] if isinstance(doc, dict) else doc
     n_mut = draw(st.integers(min_value=1, max_value=6))
     for _ in range(n_mut):
-        action = draw(st.sampled_from(["del_key", "del_arg", "set_key", "set_arg", "set_top", "shuffle", "drop",
-                                       "dup", "replace_event", "wrap_args"]))
+        action = draw(st.sampled_from(["del_key", "del_arg", "set_key", "set_arg", "set_top", "set_device", "shuffle",
+                                       "drop", "dup", "replace_event", "wrap_args"]))
         if not events:
             break
         i = draw(st.integers(min_value=0, max_value=len(events) - 1))
@@ -130,12 +145,15 @@ def mangled_doc(draw: st.DrawFn) -> Any:
         elif action == "set_top" and isinstance(doc, dict):
             key = draw(st.sampled_from(TOP_KEYS))
             if key in ("deviceProperties", "computeProperties") and draw(st.booleans()):
-                doc[key] = [{draw(st.sampled_from(["id", "name", "numSms", "computeMajor", "major", "warpSize",
-                                                   "multiProcessorCount", "maxThreadsPerMultiprocessor"])): draw(WEIRD_VALUES)}]
+                doc[key] = [{draw(st.sampled_from(DEVICE_KEYS)): draw(WEIRD_VALUES)}]
             elif key == "distributedInfo" and draw(st.booleans()):
                 doc[key] = {draw(st.sampled_from(["rank", "world_size"])): draw(WEIRD_VALUES)}
             else:
                 doc[key] = draw(WEIRD_VALUES)
+        elif action == "set_device" and isinstance(doc, dict) and isinstance(doc.get("deviceProperties"), list):
+            for dev in doc["deviceProperties"][:1]:  # one property of a real device, the others kept
+                if isinstance(dev, dict):
+                    dev[draw(st.sampled_from(DEVICE_KEYS))] = draw(WEIRD_VALUES)
         elif action == "shuffle":
             draw(st.randoms(use_true_random=False)).shuffle(events)
         elif action == "drop":
@@ -149,22 +167,52 @@ def mangled_doc(draw: st.DrawFn) -> Any:
     return doc
 
 
-def _check(path: str, capsys: pytest.CaptureFixture[str]) -> int:
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     try:
-        code = main(["summary", path, "--format", "json", "-j", "1"])
+        code = main(argv)
     except SystemExit as exc:  # argparse only; a reader must never exit
-        pytest.fail(f"SystemExit({exc.code}) for {path}")
+        pytest.fail(f"SystemExit({exc.code}) for {argv}")
     out, err = capsys.readouterr()
     assert "Traceback" not in err
-    assert code in (0, 2), (code, err)
-    if code == 0:
-        assert err == ""
-        assert len(json.loads(out)["traces"]) == 1
-    else:
-        lines = err.splitlines()
-        assert len(lines) == 1, err
-        assert lines[0].startswith(f"perflint: error: {path}: "), lines[0]
-        assert "internal error" not in lines[0], lines[0]
+    assert "internal error" not in err, err
+    return code, out, err
+
+
+def _one_error_line(path: str, err: str) -> str:
+    lines = [ln for ln in err.splitlines() if ln.startswith("perflint: error:")]
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"perflint: error: {path}: "), lines[0]
+    return lines[0]
+
+
+def _check(path: str, capsys: pytest.CaptureFixture[str], way: str = "whole") -> int:
+    """`summary` and `check`, both as JSON, on `path` read the given way: the summary's exit code."""
+    saved = {k: os.environ.get(k) for k in WAYS[way]}
+    os.environ.update(WAYS[way])
+    try:
+        code, out, err = _run(["summary", path, "--format", "json", "-j", "1"], capsys)
+        assert code in (0, 2), (code, err)
+        if code == 0:
+            assert err == ""
+            assert len(json.loads(out)["traces"]) == 1
+        else:
+            assert len(err.splitlines()) == 1, err
+            line = _one_error_line(path, err)
+        ccode, cout, cerr = _run(["check", path, "--format", "json", "-j", "1"], capsys)
+        assert ccode in (0, 1, 2), (ccode, cerr)
+        report = json.loads(cout)
+        if code == 0:
+            assert ccode in (0, 1), cerr
+            assert len(report["traces"]) == 1
+        else:  # the same one line as the summary's
+            assert ccode == 2
+            assert _one_error_line(path, cerr) == line
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     return code
 
 
@@ -175,13 +223,31 @@ def _write(data: bytes, suffix: str) -> str:
     return path
 
 
+def _edited(device: dict[str, Any] | None = None, kernel_args: dict[str, Any] | None = None, **top: Any) -> dict[str, Any]:
+    """The synthetic seed with top-level keys replaced, and properties of its device or args of
+    its first kernel set (an example to keep checking)."""
+    doc = {**_synthetic(), **top}
+    doc["deviceProperties"][0].update(device or {})
+    next(e for e in doc["traceEvents"] if e.get("cat") == "kernel")["args"].update(kernel_args or {})
+    return doc
+
+
+READ_WAYS = st.sampled_from(sorted(WAYS))
+
+
 @SETTINGS
-@given(doc=mangled_doc(), gz=st.booleans())
-def test_structurally_mangled_traces_never_crash(capsys: pytest.CaptureFixture[str], doc: Any, gz: bool) -> None:
+@given(doc=mangled_doc(), gz=st.booleans(), way=READ_WAYS)
+# Examples found by this test (or by the explore profile), kept so that every run checks them.
+@example(doc=_edited(distributedInfo={"rank": 18446744073709551623}), gz=False, way="whole")  # orjson.dumps died
+@example(doc=_edited(device={"warpSize": 2**62}), gz=False, way="sliced-native")  # ZeroDivisionError in check
+@example(doc=_edited(device={"maxThreadsPerMultiprocessor": 1}), gz=True, way="whole")  # ZeroDivisionError in check
+@example(doc=_edited(device={"computeMajor": 2**62}), gz=False, way="sliced-python")  # orjson.dumps died in check
+@example(doc=_edited(kernel_args={"blocks per SM": 10**400}), gz=False, way="whole")  # OverflowError
+def test_structurally_mangled_traces_never_crash(capsys: pytest.CaptureFixture[str], doc: Any, gz: bool, way: str) -> None:
     data = json.dumps(doc).encode()
     path = _write(gzip.compress(data, mtime=0) if gz else data, ".json.gz" if gz else ".json")
     try:
-        _check(path, capsys)
+        _check(path, capsys, way)
     finally:
         os.unlink(path)
 
@@ -208,21 +274,22 @@ def mangled_bytes(draw: st.DrawFn) -> tuple[bytes, str]:
 
 
 @SETTINGS
-@given(mangled=mangled_bytes())
-def test_byte_mangled_traces_never_crash(capsys: pytest.CaptureFixture[str], mangled: tuple[bytes, str]) -> None:
+@given(mangled=mangled_bytes(), way=READ_WAYS)
+def test_byte_mangled_traces_never_crash(capsys: pytest.CaptureFixture[str], mangled: tuple[bytes, str], way: str) -> None:
     data, suffix = mangled
     path = _write(data, suffix)
     try:
-        _check(path, capsys)
+        _check(path, capsys, way)
     finally:
         os.unlink(path)
 
 
 def test_seeds_are_valid_traces(capsys: pytest.CaptureFixture[str]) -> None:
-    """The unmangled seeds all summarize cleanly (so failures above come from the damage)."""
+    """The unmangled seeds all summarize cleanly, every way (so failures above come from the damage)."""
     for name in seed_names():
         path = _write(json.dumps(seed_doc(name)).encode(), ".json")
         try:
-            assert _check(path, capsys) == 0, name
+            for way in WAYS:
+                assert _check(path, capsys, way) == 0, (name, way)
         finally:
             os.unlink(path)

@@ -37,6 +37,7 @@ from perflint.readers.kineto_codes import (
     code_of,
     int_or,
 )
+from perflint.readers.kineto_ranges import span_of
 from perflint.readers.kineto_schema import INSTANT_CAT, SKIP_CAT
 
 if TYPE_CHECKING:
@@ -267,8 +268,8 @@ def add_strict(b: ColumnBuilder, events: list[Any]) -> None:
             b.cpr_pos.append(i + base)
     for e in _take(events, trace) if len(trace) else ():
         # The profiler's own span: the TB plugin's counter series cover exactly it.
-        if e.name.startswith("PyTorch Profiler") and e.ts == e.ts and e.dur == e.dur:
-            b.profiler_span = (e.ts, e.ts + e.dur)
+        if e.name.startswith("PyTorch Profiler"):
+            b.profiler_span = span_of(_missing(e.ts), _missing(e.dur)) or b.profiler_span
     if len(mem):
         # Instant events are decoded with the lenient field types: the lenient code reads them.
         keep = [i for i in mem.tolist() if events[i].name == "[memory]" and events[i].args is not None]

@@ -54,6 +54,7 @@ from perflint.readers.kineto_codes import (  # noqa: F401 (re-exported: the read
     code_of as _code_of,
     int_or as _int_or,
 )
+from perflint.readers.kineto_ranges import INT32_MAX, INT64_MAX, check_columns, check_times, finite_time, meta_int, span_of
 from perflint.readers.kineto_schema import DECODER, DEFAULT_ARGS, STRICT_DECODER, Args, Event, StrictSlice, TraceFile
 from perflint.readers.native_scan import NativeSlice, Parts, add_native
 from perflint.readers.source import GzipStream, PendingRead, Unavailable, open_source, read_bytes
@@ -64,7 +65,10 @@ _RANK_RE = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 
 def _num_or_nan(x: Any) -> float:
     if isinstance(x, (int, float)) and not isinstance(x, bool):
-        return float(x)
+        try:
+            return float(x)
+        except OverflowError:  # an int beyond float64: unknown, as no number is
+            pass
     return float("nan")
 
 
@@ -96,18 +100,41 @@ def decode(path: str, data: bytes) -> tuple[list[Event], TraceFile | None]:
     return doc.traceEvents, doc
 
 
-def parse_devices(props: Any) -> dict[int, Device]:
+# cudaDeviceProp / hipDeviceProp_t hold these as C ints (totalGlobalMem as size_t, taken as int64
+# here): a value beyond, or one that cannot be (no SMs, a negative count), is unknown.
+_COUNT_MAX = {"totalGlobalMem": INT64_MAX}
+# A warp (wavefront) is 32 or 64 threads on every GPU; any power of two up to a block's 1024 is
+# taken, anything else is unknown (the default).
+_WARP_SIZES = frozenset(1 << k for k in range(11))
+
+
+def parse_devices(props: Any, notes: list[str] | None = None) -> dict[int, Device]:
+    """Devices of deviceProperties; each value out of range is dropped as unknown and named in `notes`."""
     devices: dict[int, Device] = {}
     if not isinstance(props, list):
         return devices
-    for p in props:
+    for i, p in enumerate(props):
         if not isinstance(p, dict):
             continue
-        dev_id = _int_or(p.get("id"), 0)
+        dropped: list[str] = []
+
+        def ranged(key: str, v: Any, lo: int, hi: int) -> int | None:
+            r = meta_int(v, lo, hi)
+            if r is None and v.__class__ is int:
+                dropped.append(key)
+            return r
+
+        raw_id = _int_or(p.get("id"), 0)
+        dev_id = ranged("id", raw_id, 0, INT32_MAX)
+        if dev_id is None:
+            dev_id = 0
         name = p.get("name") if isinstance(p.get("name"), str) else ""
-        major = p.get("computeMajor", p.get("major"))
-        minor = p.get("computeMinor", p.get("minor"))
+        major = ranged("computeMajor", p.get("computeMajor", p.get("major")), 0, INT32_MAX)
+        minor = ranged("computeMinor", p.get("computeMinor", p.get("minor")), 0, INT32_MAX)
         warp = _int_or(p.get("warpSize"), 32)
+        if warp not in _WARP_SIZES:
+            dropped.append("warpSize")
+            warp = 32
         lname = name.lower()
         if warp == 64 or "amd" in lname or "instinct" in lname or "radeon" in lname:
             vendor = "amd"
@@ -117,27 +144,47 @@ def parse_devices(props: Any) -> dict[int, Device]:
             vendor = "unknown"
 
         def opt(*keys: str) -> int | None:
+            """The first of `keys` in range; 0 is how Kineto writes a property it could not query."""
+            bad = None
             for k in keys:
                 v = p.get(k)
-                if isinstance(v, int) and not isinstance(v, bool) and v > 0:
-                    return v
+                if v.__class__ is int:
+                    r = meta_int(v, 1, _COUNT_MAX.get(k, INT32_MAX))
+                    if r is not None:
+                        return r
+                    if v != 0 and bad is None:
+                        bad = k
+            if bad is not None:
+                dropped.append(bad)
             return None
 
-        cc = (major, minor) if isinstance(major, int) and isinstance(minor, int) else None
+        cc = (major, minor) if major is not None and minor is not None else None
+        sm_count = opt("numSms", "multiProcessorCount")
+        max_threads = opt("maxThreadsPerMultiprocessor", "maxThreadsPerMultiProcessor")
+        if max_threads is not None and max_threads < warp:  # a multiprocessor holds at least one warp
+            dropped.append("maxThreadsPerMultiprocessor")
+            max_threads = None
+        regs_sm, regs_block = opt("regsPerMultiprocessor"), opt("regsPerBlock")
+        smem_sm = opt("sharedMemPerMultiprocessor", "maxSharedMemoryPerMultiProcessor")
+        smem_block = opt("sharedMemPerBlockOptin", "sharedMemPerBlock")
+        max_blocks = opt("maxBlocksPerMultiProcessor", "maxBlocksPerMultiprocessor")
+        total = opt("totalGlobalMem")
+        if dropped and notes is not None:
+            notes.append(f"deviceProperties[{i}]: out-of-range {', '.join(dropped)} ignored")
         devices[dev_id] = Device(
             id=dev_id,
             name=name,
             vendor=vendor,
-            sm_count=opt("numSms", "multiProcessorCount"),
+            sm_count=sm_count,
             compute_capability=cc,
-            max_threads_per_sm=opt("maxThreadsPerMultiprocessor", "maxThreadsPerMultiProcessor"),
-            regs_per_sm=opt("regsPerMultiprocessor"),
-            regs_per_block=opt("regsPerBlock"),
-            shared_mem_per_sm=opt("sharedMemPerMultiprocessor", "maxSharedMemoryPerMultiProcessor"),
-            shared_mem_per_block=opt("sharedMemPerBlockOptin", "sharedMemPerBlock"),
-            max_blocks_per_sm=opt("maxBlocksPerMultiProcessor", "maxBlocksPerMultiprocessor"),
+            max_threads_per_sm=max_threads,
+            regs_per_sm=regs_sm,
+            regs_per_block=regs_block,
+            shared_mem_per_sm=smem_sm,
+            shared_mem_per_block=smem_block,
+            max_blocks_per_sm=max_blocks,
             warp_size=warp,
-            total_memory=opt("totalGlobalMem"),
+            total_memory=total,
         )
     return devices
 
@@ -257,8 +304,7 @@ def build_trace_reference(path: str, events: list[Event], doc: TraceFile | None,
                 if code is None:
                     if cat == "Trace" and isinstance(e.name, str) and e.name.startswith("PyTorch Profiler"):
                         # The profiler's own span: the TB plugin's counter series cover exactly it.
-                        if isinstance(e.ts, (int, float)) and isinstance(e.dur, (int, float)):
-                            profiler_span = (float(e.ts), float(e.ts) + float(e.dur))
+                        profiler_span = span_of(e.ts, e.dur) or profiler_span
                     continue
             a = e.args
             name = e.name if isinstance(e.name, str) else str(e.name)
@@ -447,7 +493,9 @@ def finish_trace(
     CUPTI counter ranges (`counter_data()` gives the raw bytes, only needed then), find the rank,
     and refuse a trace with nothing perflint understands."""
     _validate_times(trace)
+    check_times(trace)
     _drop_untimed(trace)
+    check_columns(trace)
     if doc is not None:
         _apply_metadata(trace, doc)
     if profiler_span is not None:
@@ -457,7 +505,7 @@ def finish_trace(
     if trace.rank is None:
         m = _RANK_RE.search(path.rsplit("/", 1)[-1])
         if m:
-            trace.rank = int(m.group(1))
+            trace.rank = meta_int(int(m.group(1)), 0, INT32_MAX)
     t = trace
     n_events = len(t.ops) + len(t.runtime) + len(t.gpu) + len(t.pyfn) + len(t.memory) + len(t.counter_ranges)
     if n_events == 0:
@@ -483,7 +531,10 @@ def _ints(vals: list[Any], default: int = NONE) -> list[Any]:
 
 
 def _floats(vals: list[Any]) -> list[float]:
-    return [float(v) if v.__class__ is float or v.__class__ is int else _NAN for v in vals]
+    try:
+        return [float(v) if v.__class__ is float or v.__class__ is int else _NAN for v in vals]
+    except OverflowError:  # an int beyond float64 (rare): unknown, as a value of another type is
+        return [_num_or_nan(v) for v in vals]
 
 
 def _dims3(vals: list[Any]) -> list[Any]:
@@ -681,8 +732,7 @@ class ColumnBuilder:
             for e in _take(events, np.flatnonzero(codes == _TRACE)):
                 if isinstance(e.name, str) and e.name.startswith("PyTorch Profiler"):
                     # The profiler's own span: the TB plugin's counter series cover exactly it.
-                    if isinstance(e.ts, (int, float)) and isinstance(e.dur, (int, float)):
-                        self.profiler_span = (float(e.ts), float(e.ts) + float(e.dur))
+                    self.profiler_span = span_of(e.ts, e.dur) or self.profiler_span
         if present[_MEM]:
             idx = [i for i in np.flatnonzero(codes == _MEM).tolist() if events[i].name == "[memory]" and events[i].args is not None]
             if idx:
@@ -1000,15 +1050,20 @@ def _drop_untimed(trace: Trace) -> None:
 
 def _apply_metadata(trace: Trace, doc: TraceFile) -> None:
     props = doc.deviceProperties if doc.deviceProperties is not None else doc.computeProperties
-    trace.devices = parse_devices(props)
+    notes: list[str] = []
+    trace.devices = parse_devices(props, notes)
     info = doc.distributedInfo
     if isinstance(info, dict):
+        # torch.distributed ranks and world sizes are C ints; one beyond (or negative) is
+        # unknown, as when the trace has no distributedInfo (the file name may still say the rank).
         rank = info.get("rank")
-        if isinstance(rank, int) and not isinstance(rank, bool):
-            trace.rank = rank
+        trace.rank = meta_int(rank, 0, INT32_MAX)
+        if trace.rank is None and rank.__class__ is int:
+            notes.append("distributedInfo: out-of-range rank ignored")
         ws = info.get("world_size")
-        if isinstance(ws, int) and not isinstance(ws, bool):
-            trace.world_size = ws
+        trace.world_size = meta_int(ws, 1, INT32_MAX)
+        if trace.world_size is None and ws.__class__ is int:
+            notes.append("distributedInfo: out-of-range world_size ignored")
     for key in (
         "schemaVersion",
         "displayTimeUnit",
@@ -1019,13 +1074,22 @@ def _apply_metadata(trace: Trace, doc: TraceFile) -> None:
         "cupti_version",
     ):
         v = getattr(doc, key)
-        if isinstance(v, (str, int, float)):
+        if v.__class__ is int and meta_int(v, -INT64_MAX - 1, INT64_MAX) is None:
+            notes.append(f"out-of-range {key} ignored")  # the reports write ints as int64
+        elif isinstance(v, (str, int, float)):
             trace.meta[key] = v
+    trace.warnings.extend(notes)
 
 
-def _num_or_zero(x: Any) -> float:
-    """A range's time; a missing one, or one that is no number (a damaged trace), is 0."""
-    return float(x) if isinstance(x, (int, float)) else 0.0
+def _range_time(path: str, x: Any) -> float:
+    """A range's time; a missing one, or one that is no number (a damaged trace), is 0; a number
+    out of range is bad input, as for any other event's time."""
+    if x is None or isinstance(x, bool) or not isinstance(x, (int, float)):
+        return 0.0
+    t = finite_time(x)
+    if t is None:
+        raise InputError(path, "cuda_profiler_range event with a non-finite or absurd time (beyond 2^64 us)")
+    return t
 
 
 def _counter_ranges(path: str, cpr: list[tuple[int, Any, Any]], data: bytes | None) -> list[CounterRange]:
@@ -1049,7 +1113,7 @@ def _counter_ranges(path: str, cpr: list[tuple[int, Any, Any]], data: bytes | No
     out = []
     for i, (name, ts, dur) in enumerate(cpr):
         c = counters[i] if i < len(counters) else {}
-        out.append(CounterRange(name=name, ts=_num_or_zero(ts), dur=_num_or_zero(dur), counters=c))
+        out.append(CounterRange(name=name, ts=_range_time(path, ts), dur=_range_time(path, dur), counters=c))
     return out
 
 
