@@ -117,8 +117,8 @@ def raw_step_busy(path: str) -> list[float]:
         windows.append((cpu_lo, cpu_hi, lo, prev))
     windows = windows[1:-1] if len(windows) > 2 else windows
     rec = [(e["ts"], e["ts"] + e.get("dur", 0)) for e in ev if e.get("ph") == "X" and not str(e.get("name", "")).startswith("ProfilerStep#")]
-    r_lo, r_hi = min(a for a, _ in rec), max(b for _, b in rec)
-    windows = [(cl, ch, max(lo, r_lo), min(hi, r_hi)) for cl, ch, lo, hi in windows]
+    r_hi = max(b for _, b in rec)
+    windows = [(cl, ch, lo, max(lo, min(hi, r_hi))) for cl, ch, lo, hi in windows]
     out = []
     for cpu_lo, cpu_hi, lo, hi in windows:
         mine = sorted((a, b) for a, b, l in kernels if cpu_lo <= l <= cpu_hi)

@@ -1,5 +1,9 @@
 """Communication (NCCL / RCCL collectives) per trace: share of the step and overlap with compute.
 
+Where a trace has no communication kernels but the host ran the collectives itself (the gloo
+backend, on CPU-only training: `gloo:all_reduce` spans), communication is the union of those
+spans and nothing is counted as hiding it (`comm_source` says which).
+
 - comm_pct: communication kernel time (union of comm kernel spans) inside the analysis steps /
   step time. Steps are timed as the TB plugin times them: extended to the end of the GPU work
   they launched (`step_windows`), so the share stays <= 100% when the GPU lags the CPU.
@@ -22,12 +26,14 @@ import numpy as np
 
 from perflint.facts import Context, Row, capability, enricher
 from perflint.facts._common import window_mask
+from perflint.facts._group import present_ids
+from perflint.ids import isin_ids
 from perflint.facts._spans import EMPTY, Spans, length, spans, step_windows, union
 from perflint.metrics.kernels import CAT_INDEX, classify
 from perflint.model import KERNEL, MEMCPY, MEMSET, Trace
 
 FIELDS = {
-    "comm_kernels": "communication kernels running in the analysis steps",
+    "comm_kernels": "communication kernels running in the analysis steps (null for host collectives)",
     "comm_time_us": "communication kernel time (union of spans) inside the analysis steps",
     "comm_us": "communication time per analysis step (us)",
     "comm_pct": "communication time / step time, %",
@@ -37,7 +43,10 @@ FIELDS = {
     "compute_time_us": "non-communication kernel time launched in the analysis steps",
     "compute_us": "non-communication kernel time per analysis step (us)",
     "collectives": "collective names recorded on comm kernels (Collective name arg), comma-separated",
+    "comm_source": "'host' when the collectives ran on the CPU (gloo spans), null for NCCL/RCCL kernels",
 }
+
+_HOST_COLLECTIVE = ("gloo:",)
 
 _COMM = CAT_INDEX["communication"]
 
@@ -46,11 +55,21 @@ def comm_mask(t: Trace) -> np.ndarray:
     return (t.gpu.kind == KERNEL) & (classify(t).category == _COMM)
 
 
+def host_collectives(t: Trace) -> np.ndarray:
+    """Op rows of collectives the host ran itself (gloo), cached on the trace."""
+    got = t.cache.get("host_collectives")
+    if got is None:
+        hit = [i for i in present_ids(t.ops.name) if t.strings[i].startswith(_HOST_COLLECTIVE)]
+        got = np.flatnonzero(isin_ids(t.ops.name, hit)) if hit else np.zeros(0, dtype=np.int64)
+        t.cache["host_collectives"] = got
+    return got  # type: ignore[no-any-return]
+
+
 @capability("communication")
 def _has_comm(t: Trace) -> str | None:
-    if comm_mask(t).any():
+    if comm_mask(t).any() or len(host_collectives(t)):
         return None
-    return "the trace has no communication (NCCL/RCCL) kernels (single-process run?)"
+    return "the trace has no communication (no NCCL/RCCL kernels, no gloo collectives): a single-process run"
 
 
 def _spans_of(t: Trace, mask: np.ndarray) -> Spans:
@@ -97,7 +116,9 @@ def comm_numbers(ctx: Context) -> dict[str, Any]:
     live = (g.ts < hi_all) & (g.ts + g.dur > lo_all)
     comm &= live
     out["comm_kernels"] = int(comm.sum())
-    if not comm.any() or not wins:
+    if not comm.any():
+        return _host_numbers(ctx, out) if n_steps else out
+    if not wins:
         return out
     cs = _spans_of(t, comm)
     comp = _spans_of(t, kern & ~comm & live)
@@ -116,6 +137,28 @@ def comm_numbers(ctx: Context) -> dict[str, Any]:
     out["comm_overlap_pct"] = 100.0 * _overlap_in_windows(cs, cs_len, comp, wins) / comm_time if comm_time > 0 else None
     names = sorted({t.s(int(c)) for c in g.collective[comm].tolist() if c >= 0})
     out["collectives"] = ", ".join(names) if names else None
+    return out
+
+
+def _host_numbers(ctx: Context, out: dict[str, Any]) -> dict[str, Any]:
+    """Communication the host ran (gloo), over the analysis steps' windows: nothing hides it."""
+    t = ctx.trace
+    idx = host_collectives(t)
+    if not len(idx):
+        return out
+    wins = step_windows(ctx)
+    cs = spans(t.ops.ts[idx], t.ops.ts[idx] + t.ops.dur[idx])
+    comm_time = sum(_in_windows(cs, wins))
+    total = sum(hi - lo for lo, hi in wins)
+    if comm_time <= 0 or total <= 0:
+        return out
+    per = float(len(wins))
+    out.update(
+        comm_kernels=None, comm_time_us=comm_time, comm_us=comm_time / per, comm_exposed_us=comm_time / per,
+        comm_pct=100.0 * comm_time / total, comm_exposed_pct=100.0 * comm_time / total, comm_overlap_pct=0.0,
+        collectives=", ".join(sorted({t.s(int(n)).split(":", 1)[1] for n in t.ops.name[idx].tolist()})),
+        comm_source="host",
+    )  # fmt: skip
     return out
 
 

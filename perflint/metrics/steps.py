@@ -74,9 +74,10 @@ def recorded_span(trace: Trace) -> tuple[float, float] | None:
 
 
 def clipped(trace: Trace, lo: float, hi: float) -> tuple[float, float]:
-    """[lo, hi] cut to the recorded span (unchanged when the trace recorded nothing else)."""
+    """[lo, hi] with its end cut to the last recorded event (unchanged when the trace recorded
+    nothing else). The start stays: a step marker's start is itself a recorded time, and a step
+    can begin with host work the profiler did not record as events."""
     span = recorded_span(trace)
     if span is None:
         return lo, hi
-    a, b = max(lo, span[0]), min(hi, span[1])
-    return (a, b) if b >= a else (a, a)
+    return lo, max(lo, min(hi, span[1]))
