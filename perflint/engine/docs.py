@@ -40,6 +40,32 @@ def explain(rule: RuleCore) -> str:
     return "\n".join(lines) + "\n"
 
 
+SEVERITY_POLICY = [
+    "## Severity policy",
+    "",
+    "`check` fails the build on errors by default (`--fail-on error`), so a severity is a promise:",
+    "",
+    "- **error** means *this alone should block a merge*. A rule may report an error only where its",
+    "  classification is precise (a kernel known by its function name and its library's naming",
+    "  convention, a measured regression that is significant) **and** the problem is a material share",
+    "  of the analysed time (the ProfilerSteps, else the trace's GPU span): TC001 at 1% or more of it,",
+    "  UTIL001 over steady-state steps, REG001/REG002 beyond their minimum effect. Below that, the same",
+    "  finding is a warning (the rule's `at_most` caps say where).",
+    "- **warning** is a real problem worth fixing, measured on this trace, whose cost is smaller or",
+    "  whose verdict depends on how the trace was taken. Utilization verdicts over a trace without",
+    "  ProfilerStep markers, or over one or two steps that may hold the warm-up, are at most warnings and",
+    "  say that the window is the whole trace.",
+    "- **info** describes what the trace shows (launch outliers, tail effects, missing trace data)",
+    "  without claiming a cost.",
+    "",
+    "Every finding's `impact_us` is the time its fix can win: never more than the analysed window;",
+    "host-side waits (syncs, launches, data loading) count only the GPU idle time they cause; launch",
+    "overhead is bounded by the launch calls' CPU time. Findings are grouped per root cause (at most",
+    "10 per rule and trace, never the same message twice) and ranked by impact. A rule file's",
+    "`severity` can be changed per project in the config (`rules: {CODE: {severity: ...}}`).",
+]
+
+
 def _grouping(rule: RuleCore) -> str:
     g = rule.group
     assert g is not None
@@ -53,6 +79,8 @@ def markdown(rules: list[RuleCore]) -> str:
         "# perflint rules",
         "",
         "Generated from `rules/*.yaml` by `perflint rules docs`; do not edit by hand.",
+        "",
+        *SEVERITY_POLICY,
         "",
         "| code | name | severity | groups | summary |",
         "|---|---|---|---|---|",
