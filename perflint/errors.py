@@ -19,6 +19,12 @@ class InputError(PerflintError):
     """A trace that cannot be read: truncated, corrupt, wrong format, missing fields."""
 
 
+class NotATrace(InputError):
+    """A file that proves, once read, to hold no profiler events perflint reads (another tool's
+    Chrome-format timeline). Named on the command line it is an error; found by a directory scan it
+    is listed as skipped."""
+
+
 class ConfigError(PerflintError):
     """A configuration file that is invalid."""
 

@@ -243,3 +243,17 @@ def test_every_report_counts_traces_and_skipped_files(capsys: pytest.CaptureFixt
     assert sarif["properties"] == {"tracesChecked": 1, "filesSkipped": 1}
     assert any("summary.json" in n["message"]["text"] for n in sarif["invocations"][0]["toolExecutionNotifications"])
     assert any(line.startswith("::notice title=perflint%3A 1 file skipped::") for line in out["github"].splitlines())
+
+
+def test_other_tools_chrome_timelines_in_a_directory_are_skipped(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A MindSpore timeline is a Chrome-format list with no PyTorch profiler event: that shows only
+    once read. Scanned, it is skipped with the reason; named on the command line, an error."""
+    src = Path(shared_trace("mindinsight/run_1/normal_run/profiler/timeline_display_1.json"))
+    shutil.copy(src, tmp_path / "timeline_display_1.json")
+    shutil.copy(FIXTURES / "gpu" / "sync_item.pt.trace.json.gz", tmp_path / "sync_item.pt.trace.json.gz")
+    code, doc, _ = _json_check(capsys, str(tmp_path))
+    assert code == 0 and doc["errors"] == []
+    assert len(doc["traces"]) == 1
+    (skipped,) = doc["skipped"]
+    assert skipped["path"].endswith("timeline_display_1.json") and "no PyTorch profiler events" in skipped["reason"]
+    assert main(["check", str(tmp_path / "timeline_display_1.json")]) == 2

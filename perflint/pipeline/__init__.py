@@ -53,6 +53,7 @@ class Prepared:
     ) -> None:
         self.fmt, self.jobs, self.executor, self.memory_budget = fmt, jobs, executor or Executor(), memory_budget
         self.files, self.errors, self.skipped = discover(paths, exclude)  # skipped: (path, reason) pairs
+        self.named = {os.path.normpath(p) for p in paths if os.path.isfile(p)}  # asked for by name
         self.pending: PendingRead | None = None
         self.ranks: RankPool | None = None
         if self.executor.kind != "dask" and jobs > 1 and len(self.files) > 1 and _trace_bytes(self.files) >= RANK_POOL_MIN_BYTES:
@@ -121,7 +122,18 @@ class Prepared:
                         progress.advance(w[0])
                 finally:
                     _hook_progress(progress, False)
-        return outcomes
+        return self._sorted_out(outcomes)
+
+    def _sorted_out(self, outcomes: list[Outcome]) -> list[Outcome]:
+        """A scanned file that proved to hold no profiler events joins `skipped` (a notice);
+        named on the command line, it stays an error."""
+        kept = []
+        for o in outcomes:
+            if o.not_a_trace and os.path.normpath(o.path) not in self.named and o.error:
+                self.skipped.append((o.path, o.error.split(": ", 1)[-1]))
+            else:
+                kept.append(o)
+        return kept
 
 
 def run(

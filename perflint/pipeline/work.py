@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from perflint.errors import PerflintError
+from perflint.errors import NotATrace, PerflintError
 from perflint.graph.build import link
 from perflint.graph.load import load_trace
 from perflint.model import Trace
@@ -21,6 +21,7 @@ class Outcome:
     result: Any = None
     error: str | None = None  # one line: "<path>: <problem>"
     debug: str | None = None  # traceback of an unexpected failure, shown with --debug
+    not_a_trace: bool = False  # the error says the file holds no profiler events (errors.NotATrace)
 
 
 # (path, input format, the per-trace function, this process's memory budget)
@@ -30,6 +31,8 @@ Work = tuple[str, str | None, Callable[[Trace], Any], int | None]
 def guarded(path: str, work: Callable[[], Any]) -> Outcome:
     try:
         return Outcome(path, result=work())
+    except NotATrace as exc:
+        return Outcome(path, error=exc.line(), not_a_trace=True)
     except PerflintError as exc:
         return Outcome(path, error=exc.line())
     except MemoryError:

@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from perflint.errors import InputError
+from perflint.errors import InputError, NotATrace
 from perflint.model import (
     GPU_SYNC,
     KERNEL,
@@ -511,7 +511,7 @@ def finish_trace(
     if n_events == 0:
         if not had_events:
             raise InputError(path, "trace has no events")
-        raise InputError(path, "no PyTorch profiler events (cpu_op, kernel, cuda_runtime, ...) in this Chrome trace")
+        raise NotATrace(path, "no PyTorch profiler events (cpu_op, kernel, cuda_runtime, ...) in this Chrome trace")
     return trace
 
 
