@@ -967,7 +967,8 @@ static int event(Scan *s) {
     s->I[I_SEQ][i] = a[A_SEQ].kind == V_INT ? a[A_SEQ].i : NONE_ID;
     s->I[I_FWD][i] = a[A_FWD].kind == V_INT ? a[A_FWD].i : NONE_ID;
     s->I[I_CORR][i] = a[A_CORR].kind == V_INT ? a[A_CORR].i : NONE_ID;
-    /* device and stream default to the pid and tid (fast_add._Slice.gpu: int_or(pid, 0)) */
+    /* the device defaults to the pid (fast_add._Slice.gpu: int_or(pid, 0)); a missing stream is
+       none (kineto_codes.stream_of), whatever the tid */
     if (a[A_DEV].kind == V_MISSING || a[A_DEV].kind == V_NULL) {
         int64_t d = pid.kind == V_INT ? pid.i : 0;
         if (pid.kind == V_STR || d < INT32_MIN || d > INT32_MAX) odd = 1;
@@ -975,12 +976,7 @@ static int event(Scan *s) {
     } else {
         s->I[I_DEV][i] = gpu_int(&a[A_DEV], 0, INT32_MIN, INT32_MAX, &odd);
     }
-    if (a[A_STREAM].kind == V_MISSING || a[A_STREAM].kind == V_NULL) {
-        if (tid.kind == V_STR) odd = 1;
-        s->I[I_STREAM][i] = tid.kind == V_INT ? tid.i : 0;
-    } else {
-        s->I[I_STREAM][i] = gpu_int(&a[A_STREAM], 0, INT64_MIN, INT64_MAX, &odd);
-    }
+    s->I[I_STREAM][i] = gpu_int(&a[A_STREAM], NONE_ID, INT64_MIN, INT64_MAX, &odd);
     s->I[I_REGS][i] = gpu_int(&a[A_REGS], NONE_ID, INT32_MIN, INT32_MAX, &odd);
     s->I[I_SHMEM][i] = gpu_int(&a[A_SHMEM], NONE_ID, INT64_MIN, INT64_MAX, &odd);
     s->I[I_NBYTES][i] = gpu_int(&a[A_NBYTES], NONE_ID, INT64_MIN, INT64_MAX, &odd);

@@ -36,6 +36,7 @@ from perflint.readers.kineto_codes import (
     TRACE_CODE,
     code_of,
     int_or,
+    stream_of,
 )
 from perflint.readers.kineto_ranges import span_of
 from perflint.readers.kineto_schema import INSTANT_CAT, SKIP_CAT
@@ -182,8 +183,8 @@ class _Slice:
             vals = [d if d.__class__ is int else int_or(d, int_or(e.pid, 0)) for d, e in zip(vals, evs)]
         device = _col(vals, I32, m)
         vals = [a.stream for a in A]
-        if not _only(vals, _INT):
-            vals = [s if s.__class__ is int else int_or(s, int_or(e.tid, 0)) for s, e in zip(vals, evs)]
+        if not _only(vals, _INT):  # no stream arg (no stream: NONE, as HTA has it), or an odd one
+            vals = [s if s.__class__ is int else stream_of(s) for s in vals]
         stream = _col(vals, I64, m)
         cols = {
             "kind": _GPU_KIND[codes],

@@ -53,6 +53,7 @@ from perflint.readers.kineto_codes import (  # noqa: F401 (re-exported: the read
     TRACE_CODE as _TRACE,
     code_of as _code_of,
     int_or as _int_or,
+    stream_of as _stream_of,
 )
 from perflint.readers.kineto_ranges import INT32_MAX, INT64_MAX, check_columns, check_times, finite_time, meta_int, span_of
 from perflint.readers.kineto_schema import DECODER, DEFAULT_ARGS, STRICT_DECODER, Args, Event, StrictSlice, TraceFile
@@ -357,7 +358,7 @@ def build_trace_reference(path: str, events: list[Event], doc: TraceFile | None,
                 g_dur.append(e.dur)
                 if a is None:
                     g_dev.append(_int_or(e.pid, 0))
-                    g_stream.append(_int_or(e.tid, 0))
+                    g_stream.append(NONE)
                     g_corr.append(NONE)
                     g_ext.append(NONE)
                     g_grid.append((0, 0, 0))
@@ -371,7 +372,7 @@ def build_trace_reference(path: str, events: list[Event], doc: TraceFile | None,
                     g_coll.append(NONE)
                 else:
                     g_dev.append(_int_or(a.device, _int_or(e.pid, 0)))
-                    g_stream.append(_int_or(a.stream, _int_or(e.tid, 0)))
+                    g_stream.append(_stream_of(a.stream))
                     g_corr.append(_int_or(a.correlation))
                     x = a.ext if a.ext is not None else a.ext_lc
                     g_ext.append(_int_or(x))
@@ -784,11 +785,7 @@ class ColumnBuilder:
                 [d if d.__class__ is int else _int_or(d, _int_or(e.pid, 0)) for d, e in zip([a.device for a in A], evs)],
                 np.int32,
             ),
-            stream=self._arr(
-                "kernel stream",
-                [s if s.__class__ is int else _int_or(s, _int_or(e.tid, 0)) for s, e in zip([a.stream for a in A], evs)],
-                i64,
-            ),
+            stream=self._arr("kernel stream", [s if s.__class__ is int else _stream_of(s) for s in [a.stream for a in A]], i64),
             ts=self._arr("kernel ts", [e.ts for e in evs], f64),
             dur=self._arr("kernel dur", [e.dur for e in evs], f64),
             correlation=self._arr("kernel correlation", _ints([a.correlation for a in A]), i64),
