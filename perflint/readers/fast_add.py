@@ -155,6 +155,7 @@ class _Slice:
         cols["thread"] = self.threads(evs, m)
         cols["dims"] = self.raw_ids([a.dims for a in A], m)
         cols["types"] = self.raw_ids([a.types for a in A], m)
+        cols["concrete"] = self.raw_ids([a.concrete for a in A], m)
         stacks = [a.stack for a in A]
         if stacks.count(None) == m:
             cols["stack"] = np.full(m, NONE, dtype=I32)

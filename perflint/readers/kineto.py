@@ -251,6 +251,7 @@ def build_trace_reference(path: str, events: list[Event], doc: TraceFile | None,
     o_dims: list[int] = []
     o_types: list[int] = []
     o_stack: list[int] = []
+    o_conc: list[int] = []
     # runtime
     r_name: list[int] = []
     r_thr: list[int] = []
@@ -322,6 +323,7 @@ def build_trace_reference(path: str, events: list[Event], doc: TraceFile | None,
                     o_dims.append(NONE)
                     o_types.append(NONE)
                     o_stack.append(NONE)
+                    o_conc.append(NONE)
                 else:
                     x = a.ext if a.ext is not None else a.ext_lc
                     o_ext.append(x if type(x) is int else _int_or(x))
@@ -330,6 +332,7 @@ def build_trace_reference(path: str, events: list[Event], doc: TraceFile | None,
                     o_dims.append(intern(bytes(a.dims)) if a.dims else NONE)
                     o_types.append(intern(bytes(a.types)) if a.types else NONE)
                     o_stack.append(intern(a.stack) if isinstance(a.stack, str) and a.stack else NONE)
+                    o_conc.append(intern(bytes(a.concrete)) if a.concrete else NONE)
             elif code == C_PYFN:
                 p_name.append(intern(name))
                 p_thr.append(thread(e.pid, e.tid))
@@ -409,6 +412,7 @@ def build_trace_reference(path: str, events: list[Event], doc: TraceFile | None,
         fwd_tid=_arr(path, "Fwd thread id", o_fwd, i64),
         dims=_arr(path, "Input Dims", o_dims, i32),
         types=_arr(path, "Input type", o_types, i32),
+        concrete=_arr(path, "Concrete Inputs", o_conc, i32),
         stack=_arr(path, "Call stack", o_stack, i32),
         parent=np.full(len(o_name), NONE, dtype=i32),
         depth=np.zeros(len(o_name), dtype=np.int16),
@@ -756,6 +760,7 @@ class ColumnBuilder:
             dims=self._intern([bytes(r) if r else None for r in [a.dims for a in A]]),
             types=self._intern([bytes(r) if r else None for r in [a.types for a in A]]),
             stack=self._intern([s if s.__class__ is str and s else None for s in [a.stack for a in A]]),
+            concrete=self._intern([bytes(r) if r else None for r in [a.concrete for a in A]]),
         )
 
     def _runtime(self, evs: list[Event], pos: np.ndarray) -> None:
@@ -815,7 +820,7 @@ class ColumnBuilder:
         )
 
     # -- slices built in other processes -----------------------------------------------------
-    _STRING_COLS = {"ops": ("name", "dims", "types", "stack"), "rt": ("name",), "gpu": ("name", "collective"), "pyfn": ("name",)}
+    _STRING_COLS = {"ops": ("name", "dims", "types", "stack", "concrete"), "rt": ("name",), "gpu": ("name", "collective"), "pyfn": ("name",)}
 
     def export(self) -> dict[str, Any]:
         """Picklable state of a builder that saw one slice (local string and thread ids)."""
@@ -870,14 +875,14 @@ class ColumnBuilder:
 
     # -- the trace -------------------------------------------------------------------------
     def _renumber(self, cols: list[tuple[np.ndarray, np.ndarray, int]], n: int) -> np.ndarray | None:
-        """Map old id -> id in first-encounter order over (event position, field rank); None if unchanged."""
+        """Map old id -> id in first-encounter order over (event position, field rank < 8); None if unchanged."""
         if n == 0:
             return None
         # One slot more: the NONE (-1) ids land in it, and it is dropped.
         first = np.full(n + 1, np.iinfo(np.int64).max, dtype=np.int64)
         for ids, pos, rank in cols:
             if len(ids):
-                np.minimum.at(first, ids, pos * 4 + rank)
+                np.minimum.at(first, ids, pos * 8 + rank)
         order = np.argsort(first[:n], kind="stable")
         if (order == np.arange(n)).all():
             return None
@@ -902,6 +907,7 @@ class ColumnBuilder:
             fwd_tid=O.col("fwd_tid", i64),
             dims=O.col("dims", i32),
             types=O.col("types", i32),
+            concrete=O.col("concrete", i32),
             stack=O.col("stack", i32),
             parent=np.full(len(o_pos), NONE, dtype=i32),
             depth=np.zeros(len(o_pos), dtype=np.int16),
@@ -953,6 +959,7 @@ class ColumnBuilder:
         lut = self._renumber(
             [
                 (ops.name, o_pos, 0), (ops.dims, o_pos, 1), (ops.types, o_pos, 2), (ops.stack, o_pos, 3),
+                (ops.concrete, o_pos, 4),
                 (runtime.name, r_pos, 0), (gpu.name, g_pos, 0), (gpu.collective, g_pos, 1),
                 (pyfn.name, p_pos, 0), (cpr_ids, cpr_pos, 0),
             ],
@@ -960,7 +967,7 @@ class ColumnBuilder:
         )  # fmt: skip
         cpr = self.cpr
         if lut is not None:
-            for tbl, cols in ((ops, ("name", "dims", "types", "stack")), (runtime, ("name",)), (gpu, ("name", "collective")), (pyfn, ("name",))):
+            for tbl, cols in ((ops, ("name", "dims", "types", "stack", "concrete")), (runtime, ("name",)), (gpu, ("name", "collective")), (pyfn, ("name",))):
                 for c in cols:
                     setattr(tbl, c, lut[getattr(tbl, c)])
             new = [""] * len(strings)
