@@ -71,6 +71,7 @@ class OpTable(Table):
     fwd_tid: np.ndarray  # int64 forward thread id (set on backward ops)
     dims: np.ndarray  # int32 string id of the raw JSON "Input Dims"
     types: np.ndarray  # int32 string id of the raw JSON "Input type"
+    concrete: np.ndarray  # int32 string id of the raw JSON "Concrete Inputs" (scalar args as text)
     stack: np.ndarray  # int32 string id of "Call stack"
     # Filled by the graph step:
     parent: np.ndarray  # int32 op index

@@ -83,6 +83,7 @@ class TraceBuilder:
         cat: str = "cpu_op",
         tid: int | None = None,
         stack: str | None = None,
+        concrete: list[str] | None = None,
     ) -> int:
         ext = self._next_ext()
         args: dict[str, Any] = {"External id": ext}
@@ -96,6 +97,8 @@ class TraceBuilder:
             args["Fwd thread id"] = fwd_tid
         if stack is not None:
             args["Call stack"] = stack
+        if concrete is not None:
+            args["Concrete Inputs"] = concrete
         self.events.append(
             {"ph": "X", "cat": cat, "name": name, "pid": self.pid, "tid": self.tid if tid is None else tid,
              "ts": ts, "dur": dur, "args": args}

@@ -108,7 +108,7 @@ WEIRD_VALUES = st.one_of(
 EVENT_KEYS = ["ph", "cat", "name", "pid", "tid", "ts", "dur", "args", "id", "bp", "s"]
 ARG_KEYS = [
     "External id", "external id", "correlation", "Sequence number", "Fwd thread id", "Input Dims", "Input type",
-    "Call stack", "grid", "block", "registers per thread", "shared memory", "blocks per SM", "warps per SM",
+    "Concrete Inputs", "Call stack", "grid", "block", "registers per thread", "shared memory", "blocks per SM", "warps per SM",
     "est. achieved occupancy %", "stream", "device", "bytes", "Collective name", "Bytes", "Total Allocated",
     "Total Reserved", "Device Type", "Device Id",
 ]

@@ -148,14 +148,14 @@ def test_layout001_flags_copies_inside_convolutions(report: dict[str, dict[str, 
 
 def test_depthwise_conv_needs_no_channel_padding() -> None:
     dims = [[32, 256, 56, 56], [256, 1, 3, 3], [256]]  # what depthwise_conv_fp16 recorded
-    s = op_shape("aten::cudnn_convolution", dims)
+    s = op_shape("aten::_convolution", dims)
     assert s is not None and s.conv is not None and s.conv["groups"] == 256
-    a = alignment("aten::cudnn_convolution", dims, s, "fp16")
+    a = alignment("aten::_convolution", dims, s, "fp16")
     assert a is not None and a.misaligned == [] and a.padded_dims == dims
     # A grouped (not depthwise) convolution is checked per group, and padded back to totals.
     g = [[32, 96, 56, 56], [96, 12, 3, 3], [96]]
-    s = op_shape("aten::cudnn_convolution", g)
-    a = alignment("aten::cudnn_convolution", g, s, "fp16")
+    s = op_shape("aten::_convolution", g)
+    a = alignment("aten::_convolution", g, s, "fp16")
     assert a is not None and a.misaligned == ["C/g=12", "K/g=12"]
     assert a.padded_dims == [[32, 128, 56, 56], [128, 16, 3, 3], [128]]
 

@@ -211,6 +211,32 @@ def test_kernel_args_equal_raw_json() -> None:
         assert g.device[i] == a["device"]
 
 
+@pytest.mark.parametrize("native", ["0", "1"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        str(CPU_DIR / "conv_bmm.pt.trace.json.gz"),
+        str(FIXTURES / "gpu" / "conv_fp16.pt.trace.json.gz"),
+        "tracelens/traces/mi300/resnet_act_checkpoint.json.gz",
+    ],
+)
+def test_concrete_inputs_equal_raw_json(path: str, native: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every op's "Concrete Inputs" (conv stride/padding/... as text) is kept as read, with and
+    without the C scanner; ops without the argument have none."""
+    if not path.startswith("/"):
+        path = shared_trace(path)
+    monkeypatch.setenv("PERFLINT_NATIVE", native)
+    trace = load_trace(path)
+    raw = raw_ops(path)
+    assert len(raw) == len(trace.ops)
+    got = [trace.decoded(int(c)) for c in trace.ops.concrete]
+    want = [(e.get("args") or {}).get("Concrete Inputs") for e in raw]
+    assert got == want
+    assert sum(w is not None for w in want) > 100
+    convs = [g for g, e in zip(got, raw) if e["name"] == "aten::convolution"]
+    assert convs and all(len(c) == 9 for c in convs)  # input, weight, bias, stride ... groups
+
+
 def test_kernel_args_old_kineto_external_id_lowercase() -> None:
     """Old Kineto: cat 'Kernel', 'external id' lowercase, tid 'stream 7'."""
     path = shared_trace("kineto/test/gpu_metrics_input.json")

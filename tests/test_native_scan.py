@@ -111,7 +111,7 @@ def test_too_many_odd_events_go_to_msgspec_whole(monkeypatch: pytest.MonkeyPatch
 CATS = ["cpu_op", "cuda_runtime", "kernel", "gpu_memcpy", "gpu_memset", "user_annotation", "python_function",
         "cuda_driver", "Kernel", "CUDA_RUNTIME", "Trace", "cuda_profiler_range", "ac2g", "", "cuda_sync"]  # fmt: skip
 ARG_KEYS = ["External id", "external id", "correlation", "Sequence number", "Fwd thread id", "Input Dims", "Input type",
-            "Call stack", "grid", "block", "registers per thread", "shared memory", "blocks per SM", "warps per SM",
+            "Concrete Inputs", "Call stack", "grid", "block", "registers per thread", "shared memory", "blocks per SM", "warps per SM",
             "est. achieved occupancy %", "stream", "device", "bytes", "Collective name", "Bytes", "other"]  # fmt: skip
 ints = st.one_of(st.integers(-3, 3), st.integers(0, 2**31), st.integers(-(2**63), 2**63 - 1), st.integers(2**63, 2**70))
 floats = st.floats(allow_nan=False, allow_infinity=False)
@@ -134,6 +134,7 @@ WELL_FORMED: dict[str, st.SearchStrategy[Any]] = {
 ARG_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "grid": dims3, "block": dims3, "Input Dims": st.lists(st.lists(st.integers(0, 99), max_size=3), max_size=3),
     "Input type": st.lists(st.sampled_from(["float", "c10::Half", ""]), max_size=3), "Call stack": texts,
+    "Concrete Inputs": st.lists(st.sampled_from(["", "[2, 2]", "[1, 1]", "False", "1"]), max_size=4),
     "Collective name": texts, "blocks per SM": floats, "warps per SM": floats, "est. achieved occupancy %": st.integers(0, 100),
 }  # fmt: skip
 

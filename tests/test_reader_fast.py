@@ -148,6 +148,10 @@ VARIANTS: dict[str, tuple[Callable[[TraceBuilder], None], str]] = {
     "dims_null": (_set("cpu_op", "Input Dims", None), "strict"),
     "dims_empty": (_set("cpu_op", "Input Dims", []), "strict"),
     "dims_spaced": (_set("cpu_op", "Input Dims", [[1, 2], []]), "strict"),
+    "concrete_inputs": (_set("cpu_op", "Concrete Inputs", ["", "", "[2, 2]", "False", "1"], every=True), "strict"),
+    "concrete_inputs_like_dims": (_set("cpu_op", "Concrete Inputs", [[4, 8], [8, 2]]), "strict"),
+    "concrete_inputs_null": (_set("cpu_op", "Concrete Inputs", None), "strict"),
+    "concrete_inputs_int": (_set("cpu_op", "Concrete Inputs", 3), "strict"),
     "stack_int": (_set("cpu_op", "Call stack", 5), "lenient"),
     "stack_empty_everywhere": (_set("cpu_op", "Call stack", "", every=True), "strict"),
     "collective_empty": (_set("kernel", "Collective name", ""), "strict"),
@@ -162,6 +166,12 @@ VARIANTS: dict[str, tuple[Callable[[TraceBuilder], None], str]] = {
     "bytes_str_on_runtime": (_set("cuda_runtime", "bytes", "128", every=True), "strict"),
     "stream_str_on_kernel": (_set("kernel", "stream", "stream 9"), "strict"),
     "stream_null_on_kernel": (_set("kernel", "stream", None), "strict"),
+    "stream_missing_on_kernel": (_drop("kernel", "stream", args=True), "strict"),
+    "stream_hex_on_kernel": (_set("kernel", "stream", "0x1a"), "strict"),
+    "stream_text_int_on_memcpy": (_set("gpu_memcpy", "stream", "9"), "strict"),
+    "stream_float_on_memset": (_set("gpu_memset", "stream", 9.5), "strict"),
+    "args_missing_on_kernel": (_drop("kernel", "args"), "strict"),
+    "args_null_on_kernel": (_event("kernel", "args", None), "lenient"),
     "device_missing": (_drop("kernel", "device", args=True), "strict"),
     "device_float": (_set("gpu_memcpy", "device", 0.0), "strict"),
     "nbytes_str": (_set("gpu_memcpy", "bytes", "4096"), "strict"),
@@ -288,6 +298,42 @@ def test_bad_values_same_error(name: str, tmp_path: Path, monkeypatch: pytest.Mo
         if way == "parallel":
             continue  # a worker's error is the same InputError; its slice may hold other values first
         assert _outcome(read) == want, way
+
+
+# A GPU row's "stream" argument -> the stream column, as HTA's parser reads it: int(value), -1 where
+# that fails or the argument is missing (the row's tid never stands in).
+STREAMS: list[tuple[dict[str, Any] | None, int]] = [
+    ({"stream": 7}, 7),
+    ({}, -1),
+    ({"stream": None}, -1),
+    ({"stream": "0x0"}, -1),
+    ({"stream": "0x1a"}, -1),
+    ({"stream": "stream 9"}, -1),
+    ({"stream": "9"}, 9),
+    ({"stream": 9.5}, 9),
+    ({"stream": True}, -1),
+    (None, -1),
+]
+
+
+@pytest.mark.parametrize("native", ["0", "1"])
+def test_gpu_row_stream_argument(native: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every read path gives a GPU row without a usable stream argument no stream (NONE), not its tid."""
+    b = _base()  # big enough for the parallel reader's slices; its GPU rows carry stream 7
+    for i, (args, _) in enumerate(STREAMS):
+        b.events.append({"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": 0, "tid": 13, "ts": 10 * i, "dur": 5, "args": args})
+    data = json.dumps(b.to_dict(), indent=1).encode()
+    path = str(tmp_path / "t.json")
+    want = [v for _, v in STREAMS]
+
+    def streams(t: Trace) -> list[int]:
+        names = [t.s(int(n)) for n in t.gpu.name]
+        return [int(t.gpu.stream[names.index(f"k{i}")]) for i in range(len(STREAMS))]
+
+    assert streams(_reference(path, data)) == want
+    monkeypatch.setenv("PERFLINT_NATIVE", native)
+    for way, read in _fast_ways(path, data, monkeypatch).items():
+        assert streams(read()) == want, way
 
 
 def test_fast_path_on_corpus_like_trace() -> None:

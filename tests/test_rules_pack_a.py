@@ -52,8 +52,10 @@ def test_linear_and_matmul_fold_leading_dims() -> None:
 
 
 def test_conv_implicit_gemm_and_flops() -> None:
-    s = conv_shape("aten::cudnn_convolution", [[32, 64, 56, 56], [128, 64, 3, 3], [128]])
-    assert s.conv == {"N": 32, "C": 64, "K": 128, "groups": 1, "H": 56, "W": 56, "R": 3, "S": 3}
+    s = conv_shape("aten::cudnn_convolution", [[32, 64, 56, 56], [128, 64, 3, 3], [], [], [], []])
+    assert s.conv == {"N": 32, "C": 64, "K": 128, "groups": 1, "H": 56, "W": 56, "R": 3, "S": 3, "P": 56, "Q": 56,
+                      "stride": [1, 1], "padding": "same", "dilation": [1, 1], "transposed": False}  # fmt: skip
+    assert s.basis == "assumed stride 1"  # no Concrete Inputs
     assert (s.m, s.n, s.k) == (32 * 56 * 56, 128, 64 * 9)
     assert s.flops == 2 * 32 * 128 * 56 * 56 * 64 * 9
     dw = conv_shape("aten::conv2d", [[8, 32, 16, 16], [32, 1, 3, 3]])  # depthwise: g = 32

@@ -11,6 +11,8 @@ Choices (documented because rules depend on them):
 - Backward kernels are attributed to the forward op via the autograd sequence number
   (forward_op) and INCLUDED in `kernel_time_us`; `fwd_kernel_time_us` / `bwd_kernel_time_us`
   keep the two parts apart (a shape problem slows both passes).
+- Convolutions are grouped by their Concrete Inputs too (stride, padding, ... change the shape
+  of the same Input Dims); `shape_basis` says whether their geometry came from them or was assumed.
 - Time share on CPU-only traces (no kernels in the analysis window): `time_us` / `time_share_pct`
   fall back to the ops' CPU time over the analysis steps' time (else over all top-level CPU op
   time); `time_basis` says which ('gpu' or 'cpu').
@@ -42,16 +44,20 @@ FIELDS = {
     "input_dims": "the op's Input Dims",
     "dtype": "compute dtype: the op's first floating input, else the main matrix kernel's name",
     "kernel": "the matrix (gemm/conv) kernel with the most time under the op",
-    "kernel_dtype": "dtype read from that kernel's name (tf32 shows here)",
+    "kernel_dtype": "math dtype the kernel classification reads from that kernel's name (tf32 shows here, "
+    "also for cutlass tensorop_s1688 kernels on sm80+ whose names do not spell it)",
     "kernel_align": "elements per load the kernel's name says it assumes (cutlass _alignN, xmma _alignaN)",
     "kernel_note": "'the library fell back to <kernel> (N-element loads instead of M)' when kernel_align < align, else null",
     "align_dtype": "dtype that sets the alignment (tf32 when the kernel is tf32, else dtype)",
-    "m": "implicit GEMM M (conv: N*P*Q)",
+    "m": "implicit GEMM M (conv: N*P*Q, output pixels)",
     "n": "implicit GEMM N (conv: output channels K)",
     "k": "implicit GEMM K (conv: C*R*S/groups)",
     "batch": "batch count (bmm / batched matmul), 1 otherwise",
-    "conv": "convolution dims {N, C, H, W, K, R, S, groups} (P, Q assumed = H, W)",
-    "flops": "FLOPs per call: 2*batch*M*N*K, conv 2*N*K*P*Q*C*R*S/g",
+    "conv": "convolution dims {N, C, H, W, K, R, S, P, Q, groups} (3-D adds D, T, Z) and geometry "
+    "{stride, padding, dilation, transposed[, output_padding]}",
+    "shape_basis": "convolutions: 'concrete inputs' (geometry from the op's arguments) or 'assumed stride 1' "
+    "(none recorded: same padding, stride 1, P, Q = H, W); null for GEMMs",
+    "flops": "FLOPs per call: 2*batch*M*N*K, conv 2*N*K*P*Q*C*R*S/g (transposed: 2*N*C*H*W*K*R*S/g)",
     "achieved_tflops": "flops*count / forward kernel time (null without kernels)",
     "count": "calls in the analysis steps",
     "cpu_time_us": "CPU time of those calls",
@@ -208,12 +214,16 @@ def op_groups(ctx: Context) -> list[Row]:
 
     # Groups in the order the rows create them: in-window leaves, then kernels' leaves.
     touched = np.concatenate([win_leaves, hit[krows]])
-    triple = Groups(ops.name[touched], ops.dims[touched], ops.types[touched])
+    is_conv = np.zeros(len(t.strings) + 1, dtype=bool)  # the last slot: NONE
+    for nid in present_ids(ops.name[touched]):
+        is_conv[nid] = op_class(t.s(int(nid))) == "conv"
+    conc = np.where(is_conv[ops.name[touched]], ops.concrete[touched], NONE)
+    quad = Groups(ops.name[touched], ops.dims[touched], ops.types[touched], conc)
     names, _ = dense_ids(
-        (t.s(int(ops.name[o])), repr(t.decoded(int(ops.dims[o]))), op_dtype(t.decoded(int(ops.types[o]))))
-        for o in touched[triple.first].tolist()
+        (t.s(int(ops.name[o])), repr(t.decoded(int(ops.dims[o]))), op_dtype(t.decoded(int(ops.types[o]))), repr(t.decoded(int(c))))
+        for o, c in zip(touched[quad.first].tolist(), conc[quad.first].tolist())
     )
-    groups = Groups(names[triple.gid])
+    groups = Groups(names[quad.gid])
     gid = groups.gid
     ng = len(groups)
     nw = len(win_leaves)
@@ -257,7 +267,8 @@ def op_groups(ctx: Context) -> list[Row]:
         k_align = _kernel_align(main_kernel)
         dtype = op_dt or kdt
         align_dt = "tf32" if kdt == "tf32" else dtype
-        shape = op_shape(name, dims)
+        concrete = t.decoded(int(conc[pos]))
+        shape = op_shape(name, dims, concrete)
         al = alignment(name, dims, shape, align_dt) if shape else None
         ktime = g["fwd"] + g["bwd"]
         share = 100.0 * ktime / total_kernel if has_gpu else 0.0
@@ -280,6 +291,7 @@ def op_groups(ctx: Context) -> list[Row]:
                 "k": shape.k if shape else None,
                 "batch": shape.batch if shape else None,
                 "conv": shape.conv if shape else None,
+                "shape_basis": shape.basis if shape else None,
                 "flops": shape.flops if shape else None,
                 "achieved_tflops": shape.flops * g["count"] / g["fwd"] / 1e6 if shape and g["fwd"] > 0 and g["count"] else None,
                 "count": g["count"],

@@ -1,10 +1,10 @@
 """GEMM / convolution shapes from an op's `Input Dims`: M, N, K, FLOPs, alignment and padding.
 
-FLOP models follow pyprof2 / TraceLens (DESIGN §5): GEMM 2·B·M·N·K, conv 2·N·K·P·Q·C·R·S/g.
-Kineto records tensor shapes but not conv stride/padding/dilation (those live in `Concrete
-Inputs`, which the model does not keep), so conv output P×Q is taken as H×W ("same" padding,
-stride 1): conv FLOPs are an estimate. Transposed convolutions cannot be told apart from
-shapes alone and are read as ordinary convolutions.
+FLOP models follow pyprof2 / TraceLens: GEMM 2·B·M·N·K, conv 2·N·K·P·Q·C·R·S/g. A convolution's
+stride, padding, dilation, groups and transposition come from the op's `Concrete Inputs` (its
+scalar arguments as text; each op's argument order is its schema's, `CONV_ARGS`); without them
+the output P×Q is taken as H×W ("same" padding, stride 1), groups come from the weight shape,
+and a convolution is transposed only when its name says so. `Shape.basis` says which was used.
 """
 
 from __future__ import annotations
@@ -23,20 +23,63 @@ GEMM_OPS = {
     "aten::matmul": "matmul",
     "aten::linear": "linear",
 }
-CONV_OPS = {
-    "aten::conv1d",
-    "aten::conv2d",
-    "aten::conv3d",
-    "aten::convolution",
-    "aten::_convolution",
-    "aten::cudnn_convolution",
-    "aten::miopen_convolution",
-    "aten::mkldnn_convolution",
-    "aten::convolution_overrideable",
-    "aten::_slow_conv2d_forward",
-    "aten::thnn_conv2d",
-    "aten::slow_conv3d",
+@dataclass(frozen=True)
+class ConvArgs:
+    """Where a convolution op's arguments sit in its Input Dims / Concrete Inputs (the op's schema
+    in PyTorch's native_functions.yaml); None: the op has no such argument (its default holds)."""
+
+    bias: int | None
+    stride: int | None
+    padding: int | None
+    dilation: int | None
+    groups: int | None
+    transposed: int | None = None  # a bool argument (aten::convolution and its kin)
+    output_padding: int | None = None
+    always_transposed: bool = False  # a transposed convolution by name
+
+
+_CONVOLUTION = ConvArgs(bias=2, stride=3, padding=4, dilation=5, transposed=6, output_padding=7, groups=8)
+_CONV_ND = ConvArgs(bias=2, stride=3, padding=4, dilation=5, groups=6)
+# "the goofy argument order from torch.nn.functional": output_padding and groups before dilation
+_CONV_TRANSPOSE_ND = ConvArgs(bias=2, stride=3, padding=4, output_padding=5, groups=6, dilation=7, always_transposed=True)
+# cuDNN / MIOpen / oneDNN ops put padding before stride; cuDNN's take no bias
+_MIOPEN = ConvArgs(bias=2, padding=3, stride=4, dilation=5, groups=6)
+# im2col ("slow") ops: (self, weight, kernel_size, bias, stride, padding); no dilation or groups
+_SLOW = ConvArgs(bias=3, stride=4, padding=5, dilation=None, groups=None)
+CONV_ARGS: dict[str, ConvArgs] = {
+    "aten::conv1d": _CONV_ND,
+    "aten::conv2d": _CONV_ND,
+    "aten::conv3d": _CONV_ND,
+    "aten::convolution": _CONVOLUTION,
+    "aten::_convolution": _CONVOLUTION,
+    "aten::convolution_overrideable": _CONVOLUTION,
+    "aten::conv_transpose1d": _CONV_TRANSPOSE_ND,
+    "aten::conv_transpose2d": _CONV_TRANSPOSE_ND,
+    "aten::conv_transpose3d": _CONV_TRANSPOSE_ND,
+    "aten::cudnn_convolution": ConvArgs(bias=None, padding=2, stride=3, dilation=4, groups=5),
+    "aten::cudnn_convolution_transpose": ConvArgs(
+        bias=None, padding=2, output_padding=3, stride=4, dilation=5, groups=6, always_transposed=True
+    ),
+    "aten::miopen_convolution": _MIOPEN,
+    "aten::miopen_depthwise_convolution": _MIOPEN,
+    "aten::miopen_convolution_transpose": ConvArgs(
+        bias=2, padding=3, output_padding=4, stride=5, dilation=6, groups=7, always_transposed=True
+    ),
+    "aten::mkldnn_convolution": _MIOPEN,
+    "aten::_slow_conv2d_forward": _SLOW,
+    "aten::thnn_conv2d": _SLOW,
+    "aten::slow_conv3d": _SLOW,
+    "aten::slow_conv_transpose2d": ConvArgs(
+        bias=3, stride=4, padding=5, output_padding=6, dilation=7, groups=None, always_transposed=True
+    ),
+    "aten::slow_conv_transpose3d": ConvArgs(
+        bias=3, stride=4, padding=5, output_padding=6, dilation=7, groups=None, always_transposed=True
+    ),
 }
+CONV_OPS = frozenset(CONV_ARGS)
+# Where a shape's convolution geometry came from.
+BASIS_CONCRETE = "concrete inputs"
+BASIS_ASSUMED = "assumed stride 1"
 
 # Dimension multiple that avoids padding/tile waste, by compute dtype (NVIDIA DL performance
 # guide: fp16/bf16 8 elements = 16 bytes, int8/fp8 16, tf32 4). fp32 SIMT kernels have none.
@@ -63,7 +106,10 @@ class Shape:
     flops: float = 0.0
     # dim name -> (tensor index in Input Dims, axis) for the dims that padding would change
     where: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-    conv: dict[str, int] | None = None  # N C H W K R S groups for convolutions
+    # convolutions: N C K groups, input H W (D), filter R S (T), output P Q (Z), and the
+    # geometry (stride, padding, dilation lists; transposed; output_padding when transposed)
+    conv: dict[str, Any] | None = None
+    basis: str | None = None  # convolutions: BASIS_CONCRETE or BASIS_ASSUMED
 
 
 def _ints(d: Any) -> list[int] | None:
@@ -129,36 +175,142 @@ def _matmul(a: list[int], b: list[int]) -> Shape | None:
     )
 
 
-def conv_shape(op: str, dims: Any) -> Shape | None:
-    """Convolution as an implicit GEMM: M = N·P·Q, N = K, K = C·R·S/g (P, Q taken as H, W)."""
-    if op not in CONV_OPS or not isinstance(dims, list) or len(dims) < 2:
+def _text(v: Any) -> str | None:
+    return v.strip().strip("'\"") if isinstance(v, str) else None
+
+
+def _int_list(v: Any, nd: int) -> list[int] | None:
+    """'[2, 2]' (or '2', broadcast like PyTorch's size-1 lists) as `nd` ints; None if unreadable."""
+    t = _text(v)
+    if not t:
+        return None
+    body = t[1:-1] if t.startswith("[") and t.endswith("]") else t
+    try:
+        vals = [int(x) for x in body.split(",")]
+    except ValueError:
+        return None
+    if len(vals) == 1:
+        vals = vals * nd
+    return vals if len(vals) == nd else None
+
+
+def _int(v: Any) -> int | None:
+    t = _text(v)
+    try:
+        return int(t) if t else None
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class _Geometry:
+    stride: list[int]
+    padding: list[int] | str  # ints per spatial dim, or "same"
+    dilation: list[int]
+    groups: int | None  # None: from the weight shape
+    transposed: bool
+    output_padding: list[int]
+
+
+def _geometry(args: ConvArgs, concrete: Any, nd: int) -> _Geometry | None:
+    """The geometry an op's Concrete Inputs give (argument defaults where the op has none);
+    None when they are missing or any argument the op has cannot be read."""
+    if not isinstance(concrete, list):
+        return None
+
+    def at(i: int | None) -> Any:
+        return concrete[i] if i is not None and i < len(concrete) else None
+
+    ones, zeros = [1] * nd, [0] * nd
+    stride = _int_list(at(args.stride), nd) if args.stride is not None else ones
+    dilation = _int_list(at(args.dilation), nd) if args.dilation is not None else ones
+    padding: list[int] | str | None = zeros
+    if args.padding is not None:
+        word = _text(at(args.padding))
+        padding = "same" if word == "same" else zeros if word == "valid" else _int_list(at(args.padding), nd)
+    groups = _int(at(args.groups)) if args.groups is not None else 1
+    transposed = args.always_transposed
+    if args.transposed is not None:
+        flag = _text(at(args.transposed))
+        if flag not in ("True", "False"):
+            return None
+        transposed = flag == "True"
+    out_pad = _int_list(at(args.output_padding), nd) if transposed and args.output_padding is not None else zeros
+    if stride is None or dilation is None or padding is None or groups is None or out_pad is None:
+        return None
+    if min(stride) < 1 or min(dilation) < 1 or groups < 1 or (padding == "same" and (transposed or stride != ones)):
+        return None  # what PyTorch refuses
+    return _Geometry(stride, padding, dilation, groups, transposed, out_pad)
+
+
+def _out_size(h: int, r: int, g: _Geometry, i: int) -> int:
+    """Output extent along spatial dim i (PyTorch's Conv / ConvTranspose size formulas)."""
+    span = g.dilation[i] * (r - 1)
+    if g.padding == "same":
+        return h
+    pad = g.padding[i]  # type: ignore[index]
+    if g.transposed:
+        return (h - 1) * g.stride[i] - 2 * pad + span + g.output_padding[i] + 1
+    return (h + 2 * pad - span - 1) // g.stride[i] + 1
+
+
+def conv_shape(op: str, dims: Any, concrete: Any = None) -> Shape | None:
+    """Convolution as an implicit GEMM over output pixels: M = N·P·Q, N = K output channels,
+    K = C·R·S/g. P, Q from stride/padding/dilation in `concrete` (the op's Concrete Inputs);
+    without them "same" padding and stride 1 (P, Q = H, W), groups from the weight shape.
+
+    A transposed convolution (weight [C, K/g, R, S]) computes the data gradient of the forward
+    convolution from its output back to its input: M, N, K are those of the dense GEMM over its
+    output pixels, and its FLOPs count only the products that exist, 2·N·C·H·W·(K/g)·R·S (as
+    PyTorch's flop counter does): 2·M·N·K·(H·W)/(P·Q), which a stride above 1 makes smaller."""
+    args = CONV_ARGS.get(op)
+    if args is None or not isinstance(dims, list) or len(dims) < 2:
         return None
     x, w = _ints(dims[0]), _ints(dims[1])
-    if x is None or w is None or len(x) < 3 or len(x) != len(w):
+    if x is None or w is None or not 3 <= len(x) <= 5 or len(x) != len(w):
         return None
-    n, c, spatial = x[0], x[1], x[2:]
-    kk, c_per_g, filt = w[0], w[1], w[2:]
-    if c_per_g <= 0 or c % c_per_g:
+    nd = len(x) - 2
+    n, c, spatial, filt = x[0], x[1], x[2:], w[2:]
+    geo = _geometry(args, concrete, nd)
+    basis = BASIS_CONCRETE
+    if geo is None:
+        basis = BASIS_ASSUMED
+        geo = _Geometry([1] * nd, "same", [1] * nd, None, args.always_transposed, [0] * nd)
+    if geo.transposed:
+        # weight [C_in, C_out/g, ...]: the groups cannot be read from shapes
+        g = geo.groups or 1
+        if w[0] != c or c % g:
+            return None
+        kk, c_per_g = w[1] * g, c // g
+        cwhere, kwhere = [(0, 1), (1, 0)], [(1, 1)]
+    else:
+        c_per_g = w[1]
+        if c_per_g <= 0 or c % c_per_g or (geo.groups is not None and c_per_g * geo.groups != c):
+            return None
+        g, kk = c // c_per_g, w[0]
+        cwhere, kwhere = [(0, 1), (1, 1)], [(1, 0)]
+    out = [_out_size(h, r, geo, i) for i, (h, r) in enumerate(zip(spatial, filt))]
+    if min(out) < 1 or min(spatial) < 1:
         return None
-    groups = c // c_per_g
-    pq, rs = _prod(spatial), _prod(filt)
-    conv = {"N": n, "C": c, "K": kk, "groups": groups}
-    names = ("H", "W") if len(spatial) == 2 else ("D", "H", "W")[-len(spatial):]
-    for nm, v in zip(names, spatial):
-        conv[nm] = v
-    for nm, v in zip(("R", "S") if len(filt) == 2 else ("T", "R", "S")[-len(filt):], filt):
-        conv[nm] = v
+    conv: dict[str, Any] = {"N": n, "C": c, "K": kk, "groups": g}
+    for names, vals in ((("D", "H", "W"), spatial), (("T", "R", "S"), filt), (("Z", "P", "Q"), out)):
+        conv.update(zip(names[3 - nd :], vals))
+    conv.update(stride=geo.stride, padding=geo.padding, dilation=geo.dilation, transposed=geo.transposed)
+    if geo.transposed:
+        conv["output_padding"] = geo.output_padding
     # A grouped convolution is `groups` GEMMs over C/g input and K/g output channels: those are
     # the dims that tile, and padding them scales the input's C and the weight's K by g.
-    cdim, kdim = ("C", "K") if groups == 1 else ("C/g", "K/g")
-    s = Shape(m=n * pq, n=kk, k=c_per_g * rs, where={cdim: [(0, 1), (1, 1)], kdim: [(1, 0)]}, conv=conv)
-    _add_bias(s, dims, 2, kdim, kk)
-    s.flops = 2.0 * n * kk * pq * c * rs / groups
+    cdim, kdim = ("C", "K") if g == 1 else ("C/g", "K/g")
+    pq, hw, rs = _prod(out), _prod(spatial), _prod(filt)
+    s = Shape(m=n * pq, n=kk, k=c_per_g * rs, where={cdim: cwhere, kdim: kwhere}, conv=conv, basis=basis)
+    if args.bias is not None:
+        _add_bias(s, dims, args.bias, kdim, kk)
+    s.flops = 2.0 * n * kk * (hw if geo.transposed else pq) * c_per_g * rs
     return s
 
 
-def op_shape(op: str, dims: Any) -> Shape | None:
-    return gemm_shape(op, dims) if op in GEMM_OPS else conv_shape(op, dims)
+def op_shape(op: str, dims: Any, concrete: Any = None) -> Shape | None:
+    return gemm_shape(op, dims) if op in GEMM_OPS else conv_shape(op, dims, concrete)
 
 
 def ceil_to(x: int, m: int) -> int:

@@ -31,7 +31,7 @@
 enum { F_TS, F_DUR, F_BPS, F_WPS, F_OCC, NF };
 enum { I_EXT, I_SEQ, I_FWD, I_CORR, I_DEV, I_STREAM, I_REGS, I_SHMEM, I_NBYTES, I_G0, I_G1, I_G2, I_B0, I_B1, I_B2,
        I_MEM_BYTES, I_TOTAL_ALLOC, I_TOTAL_RES, I_DEV_TYPE, I_DEV_ID, NI };
-enum { S_CAT, S_NAME, S_PAIR, S_DIMS, S_TYPES, S_STACK, S_COLL, NS };
+enum { S_CAT, S_NAME, S_PAIR, S_DIMS, S_TYPES, S_STACK, S_COLL, S_CONC, NS };
 enum { U_PH, U_ODD, NU };
 enum { PH_SKIP, PH_X, PH_MEMORY }; /* U_PH: a phase the tables skip, a complete event, a [memory] record */
 
@@ -596,7 +596,7 @@ generic:
 
 /* Keys of the args object the strict schema reads. */
 enum {
-    A_EXT, A_DIMS, A_TYPES, A_FWD, A_SEQ, A_DEV, A_STREAM, A_CORR, A_REGS, A_SHMEM, A_BPS, A_WPS,
+    A_EXT, A_DIMS, A_TYPES, A_CONC, A_FWD, A_SEQ, A_DEV, A_STREAM, A_CORR, A_REGS, A_SHMEM, A_BPS, A_WPS,
     A_GRID, A_BLOCK, A_OCC, A_NBYTES, A_COLL, A_STACK, A_EXT_LC,
     A_MEM_BYTES, A_TOTAL_ALLOC, A_TOTAL_RES, A_DEV_TYPE, A_DEV_ID, A_NONE /* [memory] records' args last */
 };
@@ -613,7 +613,10 @@ static int arg_key(const char *k, Py_ssize_t n) {
     case 14: K("Total Reserved", A_TOTAL_RES); break;
     case 12: K("warps per SM", A_WPS); break;
     case 13: K("Fwd thread id", A_FWD); K("shared memory", A_SHMEM); K("blocks per SM", A_BPS); break;
-    case 15: K("Sequence number", A_SEQ); K("Collective name", A_COLL); K("Total Allocated", A_TOTAL_ALLOC); break;
+    case 15:
+        K("Sequence number", A_SEQ); K("Collective name", A_COLL); K("Total Allocated", A_TOTAL_ALLOC);
+        K("Concrete Inputs", A_CONC);
+        break;
     case 20: K("registers per thread", A_REGS); break;
     case 25: K("est. achieved occupancy %", A_OCC); break;
     }
@@ -826,8 +829,8 @@ static int event(Scan *s) {
     Val a[A_NONE];
     for (int i = 0; i < A_NONE; i++) a[i].kind = V_MISSING;
     int64_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
-    Span dims = {0}, types = {0};
-    int has_dims = 0, has_types = 0;
+    Span dims = {0}, types = {0}, conc = {0}; /* raw JSON values */
+    int has_dims = 0, has_types = 0, has_conc = 0;
 
     ws(s);
     if (s->p < s->end && *s->p == '}') {
@@ -890,14 +893,14 @@ static int event(Scan *s) {
                     if (member(s, &s->args, &aprev, arg_key, A_NONE, &aseen, &id, start) < 0) return -1;
                     if (id == A_NONE) {
                         if (skip_value(s, 1) < 0) return -1;
-                    } else if (id == A_DIMS || id == A_TYPES) {
+                    } else if (id == A_DIMS || id == A_TYPES || id == A_CONC) {
                         const char *v0 = s->p;
                         if (skip_value(s, 1) < 0) return -1;
-                        Span *r = id == A_DIMS ? &dims : &types;
+                        Span *r = id == A_DIMS ? &dims : id == A_TYPES ? &types : &conc;
                         r->p = v0;
                         r->n = s->p - v0;
                         r->esc = 0;
-                        if (id == A_DIMS) has_dims = 1; else has_types = 1;
+                        if (id == A_DIMS) has_dims = 1; else if (id == A_TYPES) has_types = 1; else has_conc = 1;
                     } else if (id == A_GRID || id == A_BLOCK) {
                         int ok;
                         if (dim3(s, id == A_GRID ? grid : block, &ok) < 0) return -1;
@@ -967,7 +970,8 @@ static int event(Scan *s) {
     s->I[I_SEQ][i] = a[A_SEQ].kind == V_INT ? a[A_SEQ].i : NONE_ID;
     s->I[I_FWD][i] = a[A_FWD].kind == V_INT ? a[A_FWD].i : NONE_ID;
     s->I[I_CORR][i] = a[A_CORR].kind == V_INT ? a[A_CORR].i : NONE_ID;
-    /* device and stream default to the pid and tid (fast_add._Slice.gpu: int_or(pid, 0)) */
+    /* the device defaults to the pid (fast_add._Slice.gpu: int_or(pid, 0)); a missing stream is
+       none (kineto_codes.stream_of), whatever the tid */
     if (a[A_DEV].kind == V_MISSING || a[A_DEV].kind == V_NULL) {
         int64_t d = pid.kind == V_INT ? pid.i : 0;
         if (pid.kind == V_STR || d < INT32_MIN || d > INT32_MAX) odd = 1;
@@ -975,12 +979,7 @@ static int event(Scan *s) {
     } else {
         s->I[I_DEV][i] = gpu_int(&a[A_DEV], 0, INT32_MIN, INT32_MAX, &odd);
     }
-    if (a[A_STREAM].kind == V_MISSING || a[A_STREAM].kind == V_NULL) {
-        if (tid.kind == V_STR) odd = 1;
-        s->I[I_STREAM][i] = tid.kind == V_INT ? tid.i : 0;
-    } else {
-        s->I[I_STREAM][i] = gpu_int(&a[A_STREAM], 0, INT64_MIN, INT64_MAX, &odd);
-    }
+    s->I[I_STREAM][i] = gpu_int(&a[A_STREAM], NONE_ID, INT64_MIN, INT64_MAX, &odd);
     s->I[I_REGS][i] = gpu_int(&a[A_REGS], NONE_ID, INT32_MIN, INT32_MAX, &odd);
     s->I[I_SHMEM][i] = gpu_int(&a[A_SHMEM], NONE_ID, INT64_MIN, INT64_MAX, &odd);
     s->I[I_NBYTES][i] = gpu_int(&a[A_NBYTES], NONE_ID, INT64_MIN, INT64_MAX, &odd);
@@ -1011,6 +1010,8 @@ static int event(Scan *s) {
     s->S[S_TYPES][i] = NONE_ID;
     if (has_dims && dims.n > 0 && (s->S[S_DIMS][i] = table_id(&s->raws, dims.p, dims.n, 0)) < 0) { s->bad = NOMEM; return -1; }
     if (has_types && types.n > 0 && (s->S[S_TYPES][i] = table_id(&s->raws, types.p, types.n, 0)) < 0) { s->bad = NOMEM; return -1; }
+    s->S[S_CONC][i] = NONE_ID;
+    if (has_conc && conc.n > 0 && (s->S[S_CONC][i] = table_id(&s->raws, conc.p, conc.n, 0)) < 0) { s->bad = NOMEM; return -1; }
     s->S[S_STACK][i] = NONE_ID;
     if (a[A_STACK].kind == V_STR && a[A_STACK].str.n > 0) { /* "" is no stack */
         if ((id = str_id(s, &a[A_STACK].str)) == -2) { s->bad = NOMEM; return -1; }

@@ -36,6 +36,7 @@ from perflint.readers.kineto_codes import (
     TRACE_CODE,
     code_of,
     int_or,
+    stream_of,
 )
 from perflint.readers.kineto_ranges import span_of
 from perflint.readers.kineto_schema import INSTANT_CAT, SKIP_CAT
@@ -154,6 +155,7 @@ class _Slice:
         cols["thread"] = self.threads(evs, m)
         cols["dims"] = self.raw_ids([a.dims for a in A], m)
         cols["types"] = self.raw_ids([a.types for a in A], m)
+        cols["concrete"] = self.raw_ids([a.concrete for a in A], m)
         stacks = [a.stack for a in A]
         if stacks.count(None) == m:
             cols["stack"] = np.full(m, NONE, dtype=I32)
@@ -182,8 +184,8 @@ class _Slice:
             vals = [d if d.__class__ is int else int_or(d, int_or(e.pid, 0)) for d, e in zip(vals, evs)]
         device = _col(vals, I32, m)
         vals = [a.stream for a in A]
-        if not _only(vals, _INT):
-            vals = [s if s.__class__ is int else int_or(s, int_or(e.tid, 0)) for s, e in zip(vals, evs)]
+        if not _only(vals, _INT):  # no stream arg (no stream: NONE, as HTA has it), or an odd one
+            vals = [s if s.__class__ is int else stream_of(s) for s in vals]
         stream = _col(vals, I64, m)
         cols = {
             "kind": _GPU_KIND[codes],

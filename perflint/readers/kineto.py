@@ -53,6 +53,7 @@ from perflint.readers.kineto_codes import (  # noqa: F401 (re-exported: the read
     TRACE_CODE as _TRACE,
     code_of as _code_of,
     int_or as _int_or,
+    stream_of as _stream_of,
 )
 from perflint.readers.kineto_ranges import INT32_MAX, INT64_MAX, check_columns, check_times, finite_time, meta_int, span_of
 from perflint.readers.kineto_schema import DECODER, DEFAULT_ARGS, STRICT_DECODER, Args, Event, StrictSlice, TraceFile
@@ -250,6 +251,7 @@ def build_trace_reference(path: str, events: list[Event], doc: TraceFile | None,
     o_dims: list[int] = []
     o_types: list[int] = []
     o_stack: list[int] = []
+    o_conc: list[int] = []
     # runtime
     r_name: list[int] = []
     r_thr: list[int] = []
@@ -321,6 +323,7 @@ def build_trace_reference(path: str, events: list[Event], doc: TraceFile | None,
                     o_dims.append(NONE)
                     o_types.append(NONE)
                     o_stack.append(NONE)
+                    o_conc.append(NONE)
                 else:
                     x = a.ext if a.ext is not None else a.ext_lc
                     o_ext.append(x if type(x) is int else _int_or(x))
@@ -329,6 +332,7 @@ def build_trace_reference(path: str, events: list[Event], doc: TraceFile | None,
                     o_dims.append(intern(bytes(a.dims)) if a.dims else NONE)
                     o_types.append(intern(bytes(a.types)) if a.types else NONE)
                     o_stack.append(intern(a.stack) if isinstance(a.stack, str) and a.stack else NONE)
+                    o_conc.append(intern(bytes(a.concrete)) if a.concrete else NONE)
             elif code == C_PYFN:
                 p_name.append(intern(name))
                 p_thr.append(thread(e.pid, e.tid))
@@ -357,7 +361,7 @@ def build_trace_reference(path: str, events: list[Event], doc: TraceFile | None,
                 g_dur.append(e.dur)
                 if a is None:
                     g_dev.append(_int_or(e.pid, 0))
-                    g_stream.append(_int_or(e.tid, 0))
+                    g_stream.append(NONE)
                     g_corr.append(NONE)
                     g_ext.append(NONE)
                     g_grid.append((0, 0, 0))
@@ -371,7 +375,7 @@ def build_trace_reference(path: str, events: list[Event], doc: TraceFile | None,
                     g_coll.append(NONE)
                 else:
                     g_dev.append(_int_or(a.device, _int_or(e.pid, 0)))
-                    g_stream.append(_int_or(a.stream, _int_or(e.tid, 0)))
+                    g_stream.append(_stream_of(a.stream))
                     g_corr.append(_int_or(a.correlation))
                     x = a.ext if a.ext is not None else a.ext_lc
                     g_ext.append(_int_or(x))
@@ -408,6 +412,7 @@ def build_trace_reference(path: str, events: list[Event], doc: TraceFile | None,
         fwd_tid=_arr(path, "Fwd thread id", o_fwd, i64),
         dims=_arr(path, "Input Dims", o_dims, i32),
         types=_arr(path, "Input type", o_types, i32),
+        concrete=_arr(path, "Concrete Inputs", o_conc, i32),
         stack=_arr(path, "Call stack", o_stack, i32),
         parent=np.full(len(o_name), NONE, dtype=i32),
         depth=np.zeros(len(o_name), dtype=np.int16),
@@ -755,6 +760,7 @@ class ColumnBuilder:
             dims=self._intern([bytes(r) if r else None for r in [a.dims for a in A]]),
             types=self._intern([bytes(r) if r else None for r in [a.types for a in A]]),
             stack=self._intern([s if s.__class__ is str and s else None for s in [a.stack for a in A]]),
+            concrete=self._intern([bytes(r) if r else None for r in [a.concrete for a in A]]),
         )
 
     def _runtime(self, evs: list[Event], pos: np.ndarray) -> None:
@@ -784,11 +790,7 @@ class ColumnBuilder:
                 [d if d.__class__ is int else _int_or(d, _int_or(e.pid, 0)) for d, e in zip([a.device for a in A], evs)],
                 np.int32,
             ),
-            stream=self._arr(
-                "kernel stream",
-                [s if s.__class__ is int else _int_or(s, _int_or(e.tid, 0)) for s, e in zip([a.stream for a in A], evs)],
-                i64,
-            ),
+            stream=self._arr("kernel stream", [s if s.__class__ is int else _stream_of(s) for s in [a.stream for a in A]], i64),
             ts=self._arr("kernel ts", [e.ts for e in evs], f64),
             dur=self._arr("kernel dur", [e.dur for e in evs], f64),
             correlation=self._arr("kernel correlation", _ints([a.correlation for a in A]), i64),
@@ -818,7 +820,7 @@ class ColumnBuilder:
         )
 
     # -- slices built in other processes -----------------------------------------------------
-    _STRING_COLS = {"ops": ("name", "dims", "types", "stack"), "rt": ("name",), "gpu": ("name", "collective"), "pyfn": ("name",)}
+    _STRING_COLS = {"ops": ("name", "dims", "types", "stack", "concrete"), "rt": ("name",), "gpu": ("name", "collective"), "pyfn": ("name",)}
 
     def export(self) -> dict[str, Any]:
         """Picklable state of a builder that saw one slice (local string and thread ids)."""
@@ -873,14 +875,14 @@ class ColumnBuilder:
 
     # -- the trace -------------------------------------------------------------------------
     def _renumber(self, cols: list[tuple[np.ndarray, np.ndarray, int]], n: int) -> np.ndarray | None:
-        """Map old id -> id in first-encounter order over (event position, field rank); None if unchanged."""
+        """Map old id -> id in first-encounter order over (event position, field rank < 8); None if unchanged."""
         if n == 0:
             return None
         # One slot more: the NONE (-1) ids land in it, and it is dropped.
         first = np.full(n + 1, np.iinfo(np.int64).max, dtype=np.int64)
         for ids, pos, rank in cols:
             if len(ids):
-                np.minimum.at(first, ids, pos * 4 + rank)
+                np.minimum.at(first, ids, pos * 8 + rank)
         order = np.argsort(first[:n], kind="stable")
         if (order == np.arange(n)).all():
             return None
@@ -905,6 +907,7 @@ class ColumnBuilder:
             fwd_tid=O.col("fwd_tid", i64),
             dims=O.col("dims", i32),
             types=O.col("types", i32),
+            concrete=O.col("concrete", i32),
             stack=O.col("stack", i32),
             parent=np.full(len(o_pos), NONE, dtype=i32),
             depth=np.zeros(len(o_pos), dtype=np.int16),
@@ -956,6 +959,7 @@ class ColumnBuilder:
         lut = self._renumber(
             [
                 (ops.name, o_pos, 0), (ops.dims, o_pos, 1), (ops.types, o_pos, 2), (ops.stack, o_pos, 3),
+                (ops.concrete, o_pos, 4),
                 (runtime.name, r_pos, 0), (gpu.name, g_pos, 0), (gpu.collective, g_pos, 1),
                 (pyfn.name, p_pos, 0), (cpr_ids, cpr_pos, 0),
             ],
@@ -963,7 +967,7 @@ class ColumnBuilder:
         )  # fmt: skip
         cpr = self.cpr
         if lut is not None:
-            for tbl, cols in ((ops, ("name", "dims", "types", "stack")), (runtime, ("name",)), (gpu, ("name", "collective")), (pyfn, ("name",))):
+            for tbl, cols in ((ops, ("name", "dims", "types", "stack", "concrete")), (runtime, ("name",)), (gpu, ("name", "collective")), (pyfn, ("name",))):
                 for c in cols:
                     setattr(tbl, c, lut[getattr(tbl, c)])
             new = [""] * len(strings)

@@ -5,6 +5,7 @@ Shared by the builders in kineto.py and fast_add.py (a module of its own so neit
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -53,6 +54,23 @@ def int_or(x: Any, default: int = NONE) -> int:
         if m:
             return int(m.group(1))
     return default
+
+
+def stream_of(x: Any) -> int:
+    """A GPU row's `stream` argument as HTA's parser reads it (`int(value)`, and -1 where that
+    fails): an int, a float's whole part, a string int() takes ("7"); anything else - a missing
+    argument, a stream handle such as ROCm's "0x0", text around digits - is NONE (no stream).
+    The thread id is never a stand-in: HTA leaves such rows out of the device timeline."""
+    if x.__class__ is int:
+        return x  # type: ignore[no-any-return]
+    if isinstance(x, float):
+        return int(x) if math.isfinite(x) else NONE
+    if isinstance(x, str):
+        try:
+            return int(x)
+        except ValueError:
+            return NONE
+    return NONE
 
 
 def code_of(ph: Any, cat: Any) -> int:

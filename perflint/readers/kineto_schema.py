@@ -25,6 +25,7 @@ class Args(msgspec.Struct, omit_defaults=True, gc=False):
     fwd_tid: Any = field(name="Fwd thread id", default=None)
     dims: msgspec.Raw = field(name="Input Dims", default=EMPTY_RAW)
     types: msgspec.Raw = field(name="Input type", default=EMPTY_RAW)
+    concrete: msgspec.Raw = field(name="Concrete Inputs", default=EMPTY_RAW)
     stack: Any = field(name="Call stack", default=None)
     grid: Any = None
     block: Any = None
@@ -103,6 +104,7 @@ class XArgs(msgspec.Struct, gc=False):
     ext: Union[int, None] = field(name="External id", default=None)
     dims: msgspec.Raw = field(name="Input Dims", default=EMPTY_RAW)
     types: msgspec.Raw = field(name="Input type", default=EMPTY_RAW)
+    concrete: msgspec.Raw = field(name="Concrete Inputs", default=EMPTY_RAW)
     fwd_tid: int = field(name="Fwd thread id", default=_NONE)
     seq: int = field(name="Sequence number", default=_NONE)
     # Read from GPU events only, and other events carry them with other types (a runtime call's

@@ -37,9 +37,9 @@ I8, I32, I64, F64 = np.int8, np.int32, np.int64, np.float64
 F_TS, F_DUR, F_BPS, F_WPS, F_OCC = range(5)
 I_EXT, I_SEQ, I_FWD, I_CORR, I_DEV, I_STREAM, I_REGS, I_SHMEM, I_NBYTES, I_G0, I_G1, I_G2, I_B0, I_B1, I_B2 = range(15)
 I_MEM_BYTES, I_TOTAL_ALLOC, I_TOTAL_RES, I_DEV_TYPE, I_DEV_ID = range(15, 20)
-S_CAT, S_NAME, S_PAIR, S_DIMS, S_TYPES, S_STACK, S_COLL = range(7)
+S_CAT, S_NAME, S_PAIR, S_DIMS, S_TYPES, S_STACK, S_COLL, S_CONC = range(8)
 U_PH, U_ODD = range(2)
-_NF, _NI, _NS, _NU = 5, 20, 7, 2
+_NF, _NI, _NS, _NU = 5, 20, 8, 2
 PH_X, PH_MEMORY = 1, 2
 
 
@@ -174,7 +174,7 @@ def add_native(b: ColumnBuilder, ns: NativeSlice) -> None:
     rlut = np.full(len(ns.raws) + 1, NONE, dtype=I32)
     if len(ops):
         raws = ns.raws
-        for k in distinct(np.concatenate((S[S_DIMS][ops], S[S_TYPES][ops]))):
+        for k in distinct(np.concatenate((S[S_DIMS][ops], S[S_TYPES][ops], S[S_CONC][ops]))):
             if k >= 0:
                 rlut[k] = ids[raws[k]]
     tlut = np.full(len(ns.pairs) + 1, NONE, dtype=I32)
@@ -197,6 +197,7 @@ def add_native(b: ColumnBuilder, ns: NativeSlice) -> None:
             thread=tlut[pair[ops]],
             dims=rlut[S[S_DIMS][ops]],
             types=rlut[S[S_TYPES][ops]],
+            concrete=rlut[S[S_CONC][ops]],
             stack=slut[S[S_STACK][ops]],
         )
     if len(rt):
