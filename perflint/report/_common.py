@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from perflint.findings import SEVERITY_RANK, Finding, RunResult
+from perflint.units import fmt_duration
 
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
@@ -45,13 +46,8 @@ def location_label(f: Finding) -> str:
 
 
 def fmt_us(x: float | None) -> str:
-    if x is None:
-        return "n/a"
-    if x >= 1e6:
-        return f"{x / 1e6:.2f} s"
-    if x >= 1e3:
-        return f"{x / 1e3:.2f} ms"
-    return f"{x:.1f} us"
+    """A duration in µs as the findings' messages write it (unit by magnitude); '-' when unknown."""
+    return "-" if x is None else fmt_duration(x)
 
 
 def fmt_value(v: Any, limit: int = 120) -> str:
