@@ -172,3 +172,15 @@ def test_a_cap_lowers_the_severity_where_its_condition_holds(tmp_path: Path, cap
     path = _many_kernels(tmp_path, 2)
     found = _run(tmp_path, capsys, path, severity="error", at_most=[{"when": "time_us < 100.5", "severity": "info"}])
     assert {f["kernel"]: f["severity"] for f in found} == {"kernel_0": "info", "kernel_1": "error"}
+
+
+def test_no_impact_exceeds_the_analysed_window(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An estimate above the window the trace covers is cut to it, and the evidence says how it
+    was computed and what it was before the cut."""
+    path = _many_kernels(tmp_path, 3)  # kernels from 10 us to 512 us: the window is ~502 us
+    found = _run(tmp_path, capsys, path, impact="time_us * 1000")
+    window = max(f["impact_us"] for f in found)
+    assert window < 600
+    for f in found:
+        assert f["evidence"]["impact_basis"] == "time_us * 1000"
+        assert f["evidence"]["impact_uncapped_us"] > f["impact_us"] == window

@@ -158,6 +158,8 @@ def evaluate(
         if rule.group is not None:
             evidence["items"] = env["items"]
             evidence["top_items"] = _listed(rule, members, key, rule.group.top)
+        if rule.impact:
+            evidence["impact_basis"] = " ".join(rule.impact.split())
         evidence.update({f"param.{k}": v for k, v in ar.params.items()})
         message = render(rule.message, env)
         twin = seen.get(message)
@@ -191,6 +193,28 @@ def evaluate(
     if len(out) > MAX_FINDINGS:
         out[MAX_FINDINGS - 1].evidence["more_findings"] = len(out) - MAX_FINDINGS
     return out[:MAX_FINDINGS]
+
+
+def analysed_window_us(ctx: Context) -> float | None:
+    """The time a finding's fix can win at most: the analysis steps' windows, else the span of
+    what the trace recorded."""
+    from perflint.facts._spans import step_windows
+    from perflint.metrics.steps import recorded_span
+
+    if ctx.steps:
+        return float(sum(hi - lo for lo, hi in step_windows(ctx)))
+    span = recorded_span(ctx.trace)
+    return span[1] - span[0] if span else None
+
+
+def _cap_impacts(found: list[Finding], window: float | None) -> None:
+    """No fix wins more time than the window analysed: an estimate over it is cut to it."""
+    if window is None:
+        return
+    for f in found:
+        if f.impact_us is not None and f.impact_us > window:
+            f.evidence["impact_uncapped_us"] = f.impact_us
+            f.impact_us = window
 
 
 def status_of(ar: ActiveRule, findings: list[Finding], skipped: str | None) -> RuleStatus:
@@ -229,6 +253,7 @@ def check_trace(
     if role is None:
         role = identity.normalize_name(os.path.basename(trace.path))
     ctx = Context(trace, include_edge_steps=include_edge_steps)
+    window = analysed_window_us(ctx)
     trace.cache["analysis_steps_n"] = len(ctx.steps)
     if baseline is not None:
         from perflint.facts._snapshot import identity as device_identity
@@ -256,6 +281,7 @@ def check_trace(
             continue  # run-level rule: evaluated over all traces afterwards
         reason = missing(trace, ar.rule.requires, capabilities)
         found = [] if reason else evaluate(ar, rows(ctx, ar.rule.scope), SOURCES[ar.rule.scope].key, trace.path, trace.rank, role)
+        _cap_impacts(found, window)
         result.statuses.append(status_of(ar, found, reason))
         result.findings.extend(found)
     if "trace" in SOURCES:
