@@ -173,6 +173,13 @@ def test_straggler_fixture_bad_and_good(tmp_path: Path, capsys: pytest.CaptureFi
     assert _status(doc, "STRAG001") == ["passed"] and not _found(doc, "STRAG001")
 
 
+def test_no_straggler_from_one_step_per_rank(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    mod = _strag_module()
+    doc = _check([mod.write_ranks(mod.one_step(), tmp_path / "one")], capsys, "STRAG001")
+    assert not _found(doc, "STRAG001")
+    assert _status(doc, "STRAG001") == ["passed"]
+
+
 def test_straggler_scaled_copy_of_real_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Two copies of one real rank: identical -> passes; one copy's events stretched 25% -> fires."""
     with gzip.open(shared_trace("hta/trace_filter/sampled_rank-0.json.gz")) as fh:
