@@ -77,7 +77,11 @@ class Rule(BaseModel):
     where: str = Field(default="true", description="which rows are candidates (expression)")
     measure: list[str] = Field(default_factory=list, description="row fields shown as evidence")
     assert_: str = Field(alias="assert", description="the condition a row must satisfy; a finding when it fails")
-    message: str = Field(description="message template: {field} or {field:.1f}, over row fields and params")
+    message: str = Field(
+        description="message template over row fields and params: {field}, {field:.1f}, units by magnitude with "
+        "{field:dur} (µs), {field:size} (bytes), {field:kernel} (a short kernel name), {field:count}, {field:list}; "
+        "[[ ... ]] is a clause left out when a value in it is missing; grouped findings add {items}, {others}, {top[field]}"
+    )
     impact: str | None = Field(default=None, description="estimated recoverable time in us (expression)")
     min_impact_us: str | float = Field(default=0.0, description="findings below this recoverable time stay quiet")
     fix: str
