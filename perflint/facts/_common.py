@@ -5,10 +5,14 @@ The op side (OpInfo, op_info, op_infos) lives in `_optree` and is re-exported he
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from perflint.facts import Context
+from perflint.facts._group import present_ids
 from perflint.facts._optree import OpInfo, op_info, op_infos  # noqa: F401  (re-exported)
+from perflint.ids import isin_ids
 from perflint.metrics import dtypes
 from perflint.metrics.steps import clipped, launch_ts, step_of
 from perflint.metrics.tb_gpu import gpu_summary
@@ -57,14 +61,20 @@ def kernel_op(t: Trace) -> np.ndarray:
     return out
 
 
-def name_dtype(name: str) -> str | None:
-    """The math dtype a kernel's name says (`metrics.dtypes.kernel_dtype`: memoized per name)."""
-    return dtypes.kernel_dtype(name)
+def ops_named(t: Trace, key: str, test: Callable[[str], bool]) -> np.ndarray:
+    """Indices of the ops whose name passes `test`, once per trace (cached under `key`): the test
+    runs once per distinct name."""
+    got = t.cache.get(key)
+    if got is None:
+        hit = [i for i in present_ids(t.ops.name) if test(t.strings[i])]
+        got = np.flatnonzero(isin_ids(t.ops.name, hit)) if hit else np.zeros(0, dtype=np.int64)
+        t.cache[key] = got
+    return got  # type: ignore[no-any-return]
 
 
 def kernel_row_dtype(t: Trace, info: OpInfo, kernel_name: str) -> str | None:
     """Kernel name first (it is what ran: an fp32 op may run a tf32 kernel), else the op's dtype."""
-    kd = name_dtype(kernel_name)
+    kd = dtypes.kernel_dtype(kernel_name)
     if kd is not None:
         return kd
     return info.dtype

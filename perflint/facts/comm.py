@@ -25,9 +25,7 @@ from typing import Any
 import numpy as np
 
 from perflint.facts import Context, Row, capability, enricher
-from perflint.facts._common import window_mask
-from perflint.facts._group import present_ids
-from perflint.ids import isin_ids
+from perflint.facts._common import ops_named, window_mask
 from perflint.facts._spans import EMPTY, Spans, length, spans, step_windows, union
 from perflint.metrics.kernels import CAT_INDEX, classify
 from perflint.model import KERNEL, MEMCPY, MEMSET, Trace
@@ -56,13 +54,8 @@ def comm_mask(t: Trace) -> np.ndarray:
 
 
 def host_collectives(t: Trace) -> np.ndarray:
-    """Op rows of collectives the host ran itself (gloo), cached on the trace."""
-    got = t.cache.get("host_collectives")
-    if got is None:
-        hit = [i for i in present_ids(t.ops.name) if t.strings[i].startswith(_HOST_COLLECTIVE)]
-        got = np.flatnonzero(isin_ids(t.ops.name, hit)) if hit else np.zeros(0, dtype=np.int64)
-        t.cache["host_collectives"] = got
-    return got  # type: ignore[no-any-return]
+    """Op rows of collectives the host ran itself (gloo)."""
+    return ops_named(t, "host_collectives", lambda name: name.startswith(_HOST_COLLECTIVE))
 
 
 @capability("communication")

@@ -17,9 +17,8 @@ from typing import Any
 import numpy as np
 
 from perflint.facts import Context, Row, capability, enricher
-from perflint.facts._group import present_ids
+from perflint.facts._common import ops_named
 from perflint.facts._spans import EMPTY, Spans, length, overlap, spans, step_windows, union
-from perflint.ids import isin_ids
 from perflint.metrics.stats import np_median
 from perflint.model import GPU_SYNC, Trace
 
@@ -41,12 +40,7 @@ def is_dataloader_name(name: str) -> bool:
 
 def dataloader_ops(t: Trace) -> np.ndarray:
     """Indices of data-loader ops (CPU ops or annotations), cached on the trace."""
-    got = t.cache.get("dataloader_ops")
-    if got is None:
-        hit = [i for i in present_ids(t.ops.name) if is_dataloader_name(t.strings[i])]
-        got = np.flatnonzero(isin_ids(t.ops.name, hit)) if hit else np.zeros(0, dtype=np.int64)
-        t.cache["dataloader_ops"] = got
-    return got  # type: ignore[no-any-return]
+    return ops_named(t, "dataloader_ops", is_dataloader_name)
 
 
 @capability("dataloader")
