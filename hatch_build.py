@@ -1,4 +1,4 @@
-"""Hatchling build hook: compile the optional C reader ``perflint.readers._kscan``.
+"""Hatchling build hook: compile the optional C reader ``perflint.readers.kineto._kscan``.
 
 The extension is a speed-up only; ``perflint.readers`` falls back to pure Python
 when it cannot be imported. So, as with PyYAML's libyaml binding, any failure
@@ -17,8 +17,8 @@ from typing import Any
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
-EXT_NAME = "perflint.readers._kscan"
-EXT_SOURCE = "perflint/readers/_kscan.c"
+EXT_NAME = "perflint.readers.kineto._kscan"
+EXT_SOURCE = "perflint/readers/kineto/_kscan.c"
 
 
 def _warn(message: str) -> None:

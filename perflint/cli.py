@@ -27,7 +27,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _reader() -> str:
     """Which Kineto reader runs: users on big traces want to know whether they have the fast one."""
-    from perflint.readers import native_scan
+    from perflint.readers.kineto import native_scan
 
     if native_scan.available():
         return "Kineto reader: C scanner"

@@ -12,7 +12,7 @@ import pytest
 
 from perflint.cli import main
 from perflint.readers import discover, excluded_by
-from perflint.readers.sniff import HEAD_BYTES, head, not_a_trace, top_level_keys
+from perflint.readers.kineto.sniff import HEAD_BYTES, head, not_a_trace, top_level_keys
 from tests.conftest import FIXTURES, shared_trace
 
 GOOD = FIXTURES / "cpu" / "sync_item.pt.trace.json.gz"

@@ -17,7 +17,8 @@ from perflint.cli import main
 from perflint.graph.build import link
 from perflint import pipeline
 from perflint.pipeline import Prepared
-from perflint.readers import kineto, source, start_read
+from perflint.readers import source, start_read
+from perflint.readers.kineto import reader as kineto
 from perflint.readers.source import read_bytes
 from tests.conftest import shared_trace
 from tests.test_perf_equivalence import _reference, assert_same_trace
@@ -31,7 +32,7 @@ def big(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "rank0.json"
     path.write_bytes(read_bytes(shared_trace(SRC)))
     monkeypatch.setenv("PERFLINT_CHUNK_BYTES", str(1 << 20))
-    monkeypatch.setattr(kineto, "READ_WORKERS", 2)
+    monkeypatch.setenv("PERFLINT_READ_WORKERS", "2")
     return path
 
 
@@ -42,7 +43,7 @@ def big_gz(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path.write_bytes(gzip.compress(read_bytes(shared_trace(SRC)), 1))
     monkeypatch.setattr(source, "GZ_STREAM_MIN_BYTES", 1 << 20)
     monkeypatch.setenv("PERFLINT_CHUNK_BYTES", str(1 << 20))
-    monkeypatch.setattr(kineto, "READ_WORKERS", 2)
+    monkeypatch.setenv("PERFLINT_READ_WORKERS", "2")
     return path
 
 
@@ -60,7 +61,7 @@ def test_gz_decompresses_and_decodes_before_the_result_is_asked(big_gz: Path) ->
         (thread,) = _gunzip_threads()
         thread.join(timeout=120)
         assert not thread.is_alive()  # the whole read done, nobody asked
-        got = pending.result()
+        (got,) = pending.result()
     finally:
         pending.cancel()
     assert multiprocessing.active_children() == [] and _gunzip_threads() == []

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from perflint.cli import main
-from perflint.readers import budget, chunked, kineto
+from perflint.readers import budget
+from perflint.readers.kineto import chunked, reader as kineto
 from perflint.report import progress
 from tests.conftest import shared_trace
 
@@ -42,29 +43,28 @@ def test_bad_budget_is_one_line_exit_2(capsys: pytest.CaptureFixture[str]) -> No
 
 def test_plan_shrinks_slices_then_workers(monkeypatch: pytest.MonkeyPatch) -> None:
     size = 32 * MB
-    monkeypatch.setattr(budget, "MEMORY_BUDGET", 64 << 30)
-    assert budget.plan(1 << 30, 2, size) == budget.Plan(2, size, None)
+    limit = 64 << 30
+    assert budget.plan(1 << 30, 2, size, memory_budget=limit) == budget.Plan(2, size, None)
     # Room for two workers, but not with 32 MB slices.
     need_fixed = budget.BASE_BYTES + budget.COLUMNS_PER_BYTE * (1 << 30)
-    monkeypatch.setattr(budget, "MEMORY_BUDGET", int(need_fixed + budget.in_flight(2, 8 * MB, False)))
-    p = budget.plan(1 << 30, 2, size)
+    limit = int(need_fixed + budget.in_flight(2, 8 * MB, False))
+    p = budget.plan(1 << 30, 2, size, memory_budget=limit)
     assert p.workers == 2 and budget.MIN_PARALLEL_SLICE <= p.slice_bytes <= 8 * MB and p.note is None
     # Too little for parallel slices of a useful size: one worker, small slices.
-    monkeypatch.setattr(budget, "MEMORY_BUDGET", int(need_fixed + budget.in_flight(1, 3 * MB, False)))
-    p = budget.plan(1 << 30, 2, size)
+    limit = int(need_fixed + budget.in_flight(1, 3 * MB, False))
+    p = budget.plan(1 << 30, 2, size, memory_budget=limit)
     assert p.workers == 1 and budget.MIN_SLICE <= p.slice_bytes <= 3 * MB and p.note is None
     # Below what the columns alone need: still read (smallest slices), with a warning.
-    monkeypatch.setattr(budget, "MEMORY_BUDGET", 64 * MB)
-    p = budget.plan(1 << 30, 2, size)
+    limit = 64 * MB
+    p = budget.plan(1 << 30, 2, size, memory_budget=limit)
     assert p == budget.Plan(2, budget.MIN_PARALLEL_SLICE, p.note) and p.note and "64 MiB" in p.note
-    assert budget.plan(1 << 30, 1, size) == budget.Plan(1, budget.MIN_SLICE, p.note)
+    assert budget.plan(1 << 30, 1, size, memory_budget=limit) == budget.Plan(1, budget.MIN_SLICE, p.note)
     # A .gz keeps a ring of slices: the same budget allows smaller slices than a plain file.
-    monkeypatch.setattr(budget, "MEMORY_BUDGET", int(need_fixed + budget.in_flight(2, 8 * MB, False)))
-    assert budget.plan(1 << 30, 2, size, gz=True).slice_bytes < budget.plan(1 << 30, 2, size).slice_bytes
+    limit = int(need_fixed + budget.in_flight(2, 8 * MB, False))
+    assert budget.plan(1 << 30, 2, size, gz=True, memory_budget=limit).slice_bytes < budget.plan(1 << 30, 2, size, memory_budget=limit).slice_bytes
 
 
 def test_environment_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(budget, "MEMORY_BUDGET", None)
     monkeypatch.setenv("PERFLINT_MEMORY_BUDGET", "3G")
     assert budget.budget() == 3 << 30
     monkeypatch.setenv("PERFLINT_MEMORY_BUDGET", "nonsense")  # ignored, not fatal
@@ -82,9 +82,9 @@ def test_budget_below_trace_size_same_results(capsys: pytest.CaptureFixture[str]
     slices: list[int] = []
     real = chunked.read_sliced
 
-    def spy(buf: Any, add: Any, size: int | None = None) -> Any:
+    def spy(buf: Any, add: Any, size: int | None = None, progress: Any = None) -> Any:
         slices.append(int(size or 0))
-        return real(buf, add, size)
+        return real(buf, add, size, progress)
 
     monkeypatch.setattr(kineto, "read_sliced", spy)
     rc_small, small = _json_check([path, "--memory-budget", "16M"], capsys)
@@ -102,26 +102,18 @@ def test_progress_while_streaming(capsys: pytest.CaptureFixture[str], monkeypatc
     monkeypatch.setattr(progress, "DELAY_S", 0.0)
     monkeypatch.setattr(progress, "TICK_S", 0.001)
     seen: list[tuple[int, int]] = []
-    real_progress = chunked.PROGRESS
-
-    def wrap_hook(progress_obj: Any, on: bool) -> None:
-        real_hook(progress_obj, on)
-        report = chunked.PROGRESS
-        if report is not None:
-
-            def record(done: int, total: int) -> None:
-                seen.append((done, total))
-                report(done, total)
-
-            chunked.PROGRESS = record
-
     from perflint import pipeline
 
-    real_hook = pipeline._hook_progress
-    monkeypatch.setattr(pipeline, "_hook_progress", wrap_hook)
+    real_call = pipeline._ProgressRelay.__call__
+
+    def record(self: Any, done: int, total: int) -> None:
+        if self.progress is not None:
+            seen.append((done, total))
+        real_call(self, done, total)
+
+    monkeypatch.setattr(pipeline._ProgressRelay, "__call__", record)
     rc = main(["check", shared_trace(TRACE), "--jobs", "1", "--memory-budget", "16M"])
     assert rc in (0, 1)
-    assert chunked.PROGRESS is real_progress
     assert len(seen) > 10 and seen[-1][0] <= seen[-1][1]
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
     err = capsys.readouterr().err

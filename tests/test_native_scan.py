@@ -1,4 +1,4 @@
-"""The optional C scanner (perflint/readers/_kscan.c) gives exactly the tables of the msgspec path.
+"""The optional C scanner (perflint/readers/kineto/_kscan.c) gives exactly the tables of the msgspec path.
 
 Every test reads the same bytes twice, scanner on and off (PERFLINT_NATIVE), and compares the
 whole trace (tables, strings, threads, metadata) or the one-line error. Skipped where the
@@ -20,12 +20,13 @@ from hypothesis import strategies as st
 
 from perflint.errors import InputError
 from perflint.model import Trace
-from perflint.readers import chunked, detect_format, kineto, native_scan
+from perflint.readers import detect_format
+from perflint.readers.kineto import chunked, native_scan, reader as kineto
 from perflint.readers.source import read_bytes
 from tests.conftest import FIXTURES, TRACES
 from tests.test_perf_equivalence import assert_same_trace
 
-pytestmark = pytest.mark.skipif(not native_scan.built(), reason="C scanner not built (perflint/readers/_kscan.c)")
+pytestmark = pytest.mark.skipif(not native_scan.built(), reason="C scanner not built (perflint/readers/kineto/_kscan.c)")
 
 
 def _read(path: str, data: bytes, native: bool, monkeypatch: pytest.MonkeyPatch, chunk: int) -> Trace | str:

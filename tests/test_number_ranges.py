@@ -20,7 +20,8 @@ import pytest
 
 from perflint.cli import main
 from perflint.model import NONE, Trace
-from perflint.readers import chunked, native_scan, read_trace
+from perflint.readers import read_trace
+from perflint.readers.kineto import chunked, native_scan
 from tests.builder import TraceBuilder
 
 BIG = 18446744073709551623  # 2^64 + 7: found by test_fuzz as a rank

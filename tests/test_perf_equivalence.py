@@ -22,7 +22,8 @@ import pytest
 from perflint.cli import main
 from perflint.errors import InputError
 from perflint.model import Trace
-from perflint.readers import chunked, kineto, source
+from perflint.readers import ReadOptions, source
+from perflint.readers.kineto import chunked, reader as kineto
 from perflint.readers.source import read_bytes
 from tests.builder import TraceBuilder
 from tests.conftest import shared_trace
@@ -112,12 +113,11 @@ def test_mapped_file_streaming(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     mapped = source.open_source(str(path))
     assert isinstance(mapped, source.MappedFile)
     seen: list[tuple[int, int]] = []
-    monkeypatch.setattr(chunked, "PROGRESS", lambda done, total: seen.append((done, total)))
-    got = kineto.read_kineto(str(path), mapped)
+    got = kineto.read_kineto(str(path), mapped, ReadOptions(progress=lambda done, total: seen.append((done, total))))
     assert_same_trace(_reference(str(path), data), got)
     assert seen and seen[-1] == (len(data), len(data))  # the progress hook saw every slice
     # The same slices decoded in two forked workers and merged in order.
-    monkeypatch.setattr(kineto, "READ_WORKERS", 2)
+    monkeypatch.setenv("PERFLINT_READ_WORKERS", "2")
     parallel = kineto._read_parallel(str(path), source.open_source(str(path)), 65536)
     assert parallel is not None
     assert_same_trace(_reference(str(path), data), parallel)
@@ -127,7 +127,7 @@ def test_mapped_file_streaming(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 def test_parallel_slices_identical(rel: str, monkeypatch: pytest.MonkeyPatch) -> None:
     path = shared_trace(rel)
     data = read_bytes(path)
-    monkeypatch.setattr(kineto, "READ_WORKERS", 2)
+    monkeypatch.setenv("PERFLINT_READ_WORKERS", "2")
     got = kineto._read_parallel(path, data, max(4096, len(data) // 6))
     assert got is not None
     assert_same_trace(_reference(path, data), got)

@@ -13,7 +13,7 @@ from perflint.config import Config, select_rules
 from perflint.engine.loader import load_rules
 from perflint.engine.run import check_trace
 from perflint.graph.load import load_trace
-from perflint.readers import native_scan
+from perflint.readers.kineto import native_scan
 from perflint.ids import distinct
 from tests.conftest import shared_trace
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from perflint.readers.procs import RESULT_PIPE_BYTES, slice_pool, widen_result_pipe
+from perflint.readers.kineto.procs import RESULT_PIPE_BYTES, slice_pool, widen_result_pipe
 
 
 def _glibc() -> bool:
@@ -83,7 +83,7 @@ def test_widen_result_pipe_declines_what_it_does_not_know() -> None:
 def test_widen_result_pipe_takes_what_the_system_allows(monkeypatch: pytest.MonkeyPatch) -> None:
     import fcntl
 
-    import perflint.readers.procs as procs
+    import perflint.readers.kineto.procs as procs
 
     real = fcntl.fcntl
     limit = 256 << 10

@@ -22,9 +22,10 @@ import pytest
 
 from perflint.errors import InputError
 from perflint.model import Trace
-from perflint.readers import chunked, kineto, read_trace, source
-from perflint.readers.fast_add import StrictMiss, add_strict
-from perflint.readers.kineto_schema import STRICT_DECODER
+from perflint.readers import read_trace, source
+from perflint.readers.kineto import chunked, reader as kineto
+from perflint.readers.kineto.fast_add import StrictMiss, add_strict
+from perflint.readers.kineto.schema import STRICT_DECODER
 from tests.builder import TraceBuilder
 from perflint.readers.source import read_bytes
 from tests.conftest import shared_trace
@@ -259,7 +260,7 @@ def _fast_ways(path: str, data: bytes, monkeypatch: pytest.MonkeyPatch) -> dict[
 
     def parallel() -> Trace:
         with monkeypatch.context() as m:
-            m.setattr(kineto, "READ_WORKERS", 2)
+            m.setenv("PERFLINT_READ_WORKERS", "2")
             got = kineto._read_parallel(path, data, 1 << 12)
         assert got is not None
         return got
@@ -375,7 +376,7 @@ def streamed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(source, "GZ_HEAD_BYTES", 8192)
     monkeypatch.setattr(chunked, "_HEAD_SCAN", 4096)
     monkeypatch.setattr(chunked, "SUB_BYTES", 16384)
-    monkeypatch.setattr(kineto, "READ_WORKERS", 2)
+    monkeypatch.setenv("PERFLINT_READ_WORKERS", "2")
     monkeypatch.setenv("PERFLINT_CHUNK_BYTES", "65536")
 
 
@@ -411,7 +412,7 @@ def test_gzip_streamed_in_parallel(tmp_path: Path, streamed: None, monkeypatch: 
 
 
 def test_gzip_stream_one_worker(tmp_path: Path, streamed: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kineto, "READ_WORKERS", 1)
+    monkeypatch.setenv("PERFLINT_READ_WORKERS", "1")
     data = _big(50)
     p = tmp_path / "t.json.gz"
     p.write_bytes(gzip.compress(data))

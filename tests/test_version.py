@@ -10,7 +10,7 @@ import pytest
 
 from perflint import __version__
 from perflint.cli import main
-from perflint.readers import native_scan
+from perflint.readers.kineto import native_scan
 
 
 def _version(capsys: pytest.CaptureFixture[str]) -> str:

@@ -12,7 +12,7 @@ from perflint.errors import InputError
 from perflint.model import Trace
 from perflint.pipeline.cluster import ClusterError  # dask itself is imported only when a run uses it
 from perflint.pipeline.work import Outcome, Work, run_one as _run_one
-from perflint.readers import PendingRead, budget, discover, start_read
+from perflint.readers import PendingRead, ReadOptions, discover, start_read
 
 if TYPE_CHECKING:
     from perflint.pipeline.ranks import RankPool
@@ -58,12 +58,11 @@ class Prepared:
         self.ranks: RankPool | None = None
         if self.executor.kind != "dask" and jobs > 1 and len(self.files) > 1 and _trace_bytes(self.files) >= RANK_POOL_MIN_BYTES:
             self.ranks = _rank_pool(self.files, fmt, jobs, memory_budget)
+        # One big file: its slices go to `jobs` processes; the progress line is hooked in later.
+        self.relay = _ProgressRelay()
+        self.options = ReadOptions(workers=jobs, memory_budget=memory_budget, progress=self.relay)
         if self.executor.kind != "dask" and len(self.files) == 1:
-            from perflint.readers import kineto
-
-            kineto.READ_WORKERS = jobs  # one big file: its slices go to `jobs` processes
-            budget.MEMORY_BUDGET = memory_budget
-            self.pending = start_read(self.files[0], fmt)
+            self.pending = start_read(self.files[0], fmt, self.options)
 
     def close(self) -> None:
         if self.pending is not None:
@@ -77,14 +76,15 @@ class Prepared:
         """`fn(trace)` for every trace, in path order. `fn` must be picklable for jobs > 1."""
         ex, jobs, memory_budget = self.executor, self.jobs, self.memory_budget
         outcomes = [Outcome(e.source, error=e.line()) for e in self.errors]
-        work: list[Work] = [(f, self.fmt, fn, memory_budget) for f in self.files]
+        solo = ReadOptions(workers=jobs, memory_budget=memory_budget)  # picklable: no progress hook
+        work: list[Work] = [(f, self.fmt, fn, solo) for f in self.files]
         from perflint.report.progress import Progress  # stderr, TTY only, after a second
 
         with Progress(len(work)) as progress:
             if ex.kind == "dask" and work:
                 from perflint.pipeline.cluster import run_dask
 
-                for o in run_dask(work, jobs, ex.scheduler, ex.timeout, ex.debug):
+                for o in run_dask(work, jobs, ex.scheduler, ex.timeout, ex.debug):  # one per trace
                     outcomes.append(o)
                     progress.advance(o.path)
             elif self.ranks is not None:
@@ -103,25 +103,23 @@ class Prepared:
                 methods = multiprocessing.get_all_start_methods()
                 ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
                 n = min(jobs, len(work))
-                if memory_budget is not None:  # the budget is the whole run's: shared by the workers
-                    work = [(p, f, fn, max(1, memory_budget // n)) for p, f, fn, _ in work]
+                # The budget is the whole run's: shared by the workers.
+                share = ReadOptions(workers=1, memory_budget=None if memory_budget is None else max(1, memory_budget // n))
+                work = [(p, f, fn, share) for p, f, fn, _ in work]
                 with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
-                    for o in pool.map(_run_one, work):
-                        outcomes.append(o)
-                        progress.advance(o.path)
+                    for found in pool.map(_run_one, work):
+                        outcomes.extend(found)
+                        progress.advance(found[0].path)
             else:
-                from perflint.readers import kineto
-
-                kineto.READ_WORKERS = jobs  # one big file: its slices go to `jobs` processes
-                _hook_progress(progress, len(work) == 1)
+                self.relay.hook(progress, len(work) == 1)
                 try:
-                    for w in work:
-                        progress.current = w[0]
+                    for path, f, fn_, _ in work:
+                        progress.current = path
                         pending, self.pending = self.pending, None
-                        outcomes.append(_run_one(w, pending))
-                        progress.advance(w[0])
+                        outcomes.extend(_run_one((path, f, fn_, self.options), pending))
+                        progress.advance(path)
                 finally:
-                    _hook_progress(progress, False)
+                    self.relay.hook(progress, False)
         return self._sorted_out(outcomes)
 
     def _sorted_out(self, outcomes: list[Outcome]) -> list[Outcome]:
@@ -181,19 +179,21 @@ def _rank_pool(files: list[str], fmt: str | None, jobs: int, memory_budget: int 
         return None
 
 
-def _hook_progress(progress: Any, on: bool) -> None:
-    """A single big file: the chunked reader reports how far it is (shown in the progress line)."""
-    from perflint.readers import chunked
+class _ProgressRelay:
+    """The read's progress callback (ReadOptions.progress), given to the reader when the read
+    begins; it reaches the progress line only once `run` hooks it (a single big file on a TTY)."""
 
-    if not on or not getattr(progress, "on", False):
-        chunked.PROGRESS = None
-        return
+    def __init__(self) -> None:
+        self.progress: Any = None
 
-    def report(done: int, total: int) -> None:
-        name = os.path.basename(str(progress.current)).split(" ")[0]
-        progress.current = f"{name} {100 * done // max(total, 1)}%"
+    def hook(self, progress: Any, on: bool) -> None:
+        self.progress = progress if on and getattr(progress, "on", False) else None
 
-    chunked.PROGRESS = report
+    def __call__(self, done: int, total: int) -> None:
+        progress = self.progress
+        if progress is not None:
+            name = os.path.basename(str(progress.current)).split(" ")[0]
+            progress.current = f"{name} {100 * done // max(total, 1)}%"
 
 
 __all__ = ["ClusterError", "Executor", "InputError", "Outcome", "Prepared", "default_jobs", "run"]

@@ -9,6 +9,7 @@ scheduler; `--debug` shows the traceback it came from.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -65,29 +66,29 @@ def collect(client: Any, work: list[Work], where: str, timeout: float) -> list[O
     # pure=False: the same file twice is two tasks; each task is one whole trace.
     futures = client.map(_run_on_worker, work, pure=False)
     out: list[Outcome] = []
+    done = 0
     try:
         for (path, *_), fut in zip(work, futures):
-            out.append(_result(client, fut, path, where, timeout))
+            out.extend(_result(client, fut, path, where, timeout))
+            done += 1
     finally:
-        for fut in futures[len(out) :]:
+        for fut in futures[done:]:
             with contextlib.suppress(Exception):
                 fut.cancel()
     return out
 
 
-def _run_on_worker(args: Work) -> Outcome:
+def _run_on_worker(args: Work) -> list[Outcome]:
     """`run_one` with the trace read in this process: the cluster decides how many run at once,
     and a reader's forked children would hold this worker's connections open after it died."""
-    from perflint.readers import kineto
-
-    kineto.READ_WORKERS = 1
-    return run_one(args)
+    path, fmt, fn, options = args
+    return run_one((path, fmt, fn, dataclasses.replace(options, workers=1)))
 
 
 _POLL_S = 1.0  # how often a waiting run checks that the cluster still has workers
 
 
-def _result(client: Any, fut: Any, path: str, where: str, timeout: float) -> Outcome:
+def _result(client: Any, fut: Any, path: str, where: str, timeout: float) -> list[Outcome]:
     """`fut`'s outcome; while it runs, the scheduler is asked now and then for its workers: a
     scheduler with none for `timeout` seconds would leave the run waiting for ever."""
     from concurrent.futures import CancelledError

@@ -14,10 +14,9 @@ import struct
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from perflint.graph.load import load_trace
 from perflint.model import Trace
-from perflint.pipeline.work import Outcome, Work, guarded
-from perflint.readers import budget
+from perflint.pipeline.work import Outcome, Work, apply, read_linked
+from perflint.readers import ReadOptions
 
 _GATE: Gate | None = None  # set just before the workers are forked: each inherits its run's gate
 _HEADER = struct.Struct("<q")
@@ -54,19 +53,18 @@ class Gate:
         return self._fn
 
 
-def _read_then_run(args: Work) -> Outcome:
-    path, fmt, _, memory_budget = args
-    budget.MEMORY_BUDGET = memory_budget
-    read = guarded(path, lambda: load_trace(path, fmt))
+def _read_then_run(args: Work) -> list[Outcome]:
+    path, fmt, _, options = args
+    read = read_linked(path, fmt, options)
     if read.error is not None:
-        return read
+        return [read]
     gate = _GATE
     assert gate is not None
     fn = gate.wait()
     if fn is None:
-        return Outcome(path, error=f"{path}: not analysed (the run stopped)")
-    trace = read.result
-    return guarded(path, lambda: fn(trace))
+        return [Outcome(path, error=f"{path}: not analysed (the run stopped)")]
+    traces, read.result = read.result, None
+    return apply(path, traces, fn)
 
 
 class RankPool:
@@ -84,7 +82,8 @@ class RankPool:
         self.pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx)
         _GATE = self.gate  # the workers are all forked at the first submit (fork start method)
         try:
-            self.futures = [self.pool.submit(_read_then_run, (f, fmt, None, share)) for f in files]  # type: ignore[arg-type]
+            options = ReadOptions(workers=1, memory_budget=share)
+            self.futures = [self.pool.submit(_read_then_run, (f, fmt, None, options)) for f in files]  # type: ignore[arg-type]
         except BaseException:
             self.pool.shutdown(wait=True, cancel_futures=True)
             self.gate.buf.close()
@@ -94,7 +93,7 @@ class RankPool:
     def results(self, fn: Callable[[Trace], Any]) -> Iterator[Outcome]:
         self.gate.publish(fn)
         for fut in self.futures:
-            yield fut.result()
+            yield from fut.result()
 
     def close(self) -> None:
         """Let waiting workers go (a run that never published stops them) and end the pool."""

@@ -10,9 +10,8 @@ from typing import Any
 
 from perflint.errors import NotATrace, PerflintError
 from perflint.graph.build import link
-from perflint.graph.load import load_trace
 from perflint.model import Trace
-from perflint.readers import PendingRead, budget
+from perflint.readers import PendingRead, ReadOptions, read_traces
 
 
 @dataclass
@@ -24,8 +23,8 @@ class Outcome:
     not_a_trace: bool = False  # the error says the file holds no profiler events (errors.NotATrace)
 
 
-# (path, input format, the per-trace function, this process's memory budget)
-Work = tuple[str, str | None, Callable[[Trace], Any], int | None]
+# (path, input format, the per-trace function, how this process may read)
+Work = tuple[str, str | None, Callable[[Trace], Any], ReadOptions]
 
 
 def guarded(path: str, work: Callable[[], Any]) -> Outcome:
@@ -45,10 +44,32 @@ def guarded(path: str, work: Callable[[], Any]) -> Outcome:
         )
 
 
-def run_one(args: Work, pending: PendingRead | None = None) -> Outcome:
-    path, fmt, fn, memory_budget = args
-    budget.MEMORY_BUDGET = memory_budget  # here too: a worker process or a dask worker
-    return guarded(path, lambda: fn(link(pending.result()) if pending is not None else load_trace(path, fmt)))
+def read_linked(path: str, fmt: str | None, options: ReadOptions, pending: PendingRead | None = None) -> Outcome:
+    """The traces in `path` (one per rank), read and linked, as an Outcome whose result is
+    their list; `pending`: the read, already begun."""
+    return guarded(path, lambda: [link(t) for t in (pending.result() if pending is not None else read_traces(path, fmt, options))])
 
 
-__all__ = ["Outcome", "Work", "guarded", "run_one"]
+def apply(path: str, traces: list[Trace], fn: Callable[[Trace], Any]) -> list[Outcome]:
+    """`fn` on each trace of one file, each guarded on its own. The list is emptied as it goes,
+    so that a trace is freed once its work is done."""
+    out = []
+    traces.reverse()
+    while traces:
+        trace = traces.pop()
+        out.append(guarded(path, lambda: fn(trace)))
+        del trace
+    return out
+
+
+def run_one(args: Work, pending: PendingRead | None = None) -> list[Outcome]:
+    """One file's outcomes: one per trace in it, or its one error."""
+    path, fmt, fn, options = args
+    read = read_linked(path, fmt, options, pending)
+    if read.error is not None:
+        return [read]
+    traces, read.result = read.result, None
+    return apply(path, traces, fn)
+
+
+__all__ = ["Outcome", "Work", "apply", "guarded", "read_linked", "run_one"]

@@ -9,60 +9,117 @@ from __future__ import annotations
 import fnmatch
 import functools
 import os
-from collections.abc import Callable
 from typing import Any
 
 from perflint.errors import InputError
 from perflint.model import Trace
 from perflint.plugins import entry_points
-from perflint.readers.kineto import read_kineto, start_kineto
-from perflint.readers.source import PendingRead, open_source, read_bytes
+from perflint.readers import sqlite
+from perflint.readers.kineto import KinetoReader
+from perflint.readers.protocol import CallableReader, ReadOptions, Reader
+from perflint.readers.source import BLANK, HEAD_BYTES, PendingRead, head, open_source, read_bytes
 
-Reader = Callable[[str, bytes], Trace]
+# Sniffed in this order: formats with a distinctive signature first, Kineto's JSON last.
+READERS: dict[str, Reader] = {r.name: r for r in (KinetoReader(),)}
 
-READERS: dict[str, Reader] = {"kineto": read_kineto}
-
-TRACE_SUFFIXES = (".json", ".json.gz")
+# Files that are traces perflint cannot read as they are, with what to do instead.
+CONVERT_HINTS = {
+    ".nsys-rep": "Nsight Systems report: export it with `nsys export --type sqlite {name}` and check the .sqlite file",
+    ".qdrep": "Nsight Systems report: export it with `nsys export --type sqlite {name}` and check the .sqlite file",
+}
 
 
 def _plugin_readers() -> dict[str, Reader]:
     found: dict[str, Reader] = {}
     for ep in entry_points(group="perflint.readers"):
-        found[ep.name] = ep.load()
+        obj = ep.load()
+        if isinstance(obj, type) and issubclass(obj, Reader):
+            obj = obj()
+        found[ep.name] = obj if isinstance(obj, Reader) else CallableReader(ep.name, obj)
     return found
 
 
+def _readers(fmt: str | None) -> dict[str, Reader]:
+    return READERS if fmt in (None, *READERS) else {**READERS, **_plugin_readers()}
+
+
 def detect_format(path: str, data: bytes) -> str:
-    head = data[:64].lstrip()
-    if data.startswith(b"SQLite format 3\x00"):
-        raise InputError(path, "SQLite database (Nsight Systems / nvprof export): no reader for it yet")
-    if head[:1] in (b"{", b"["):
-        return "kineto"
-    raise InputError(path, "unrecognized format: not JSON (expected a PyTorch profiler / Kineto trace)")
+    """The name of the reader whose `sniff` takes `path` (its first bytes `data`); InputError with
+    what the file is instead when none does."""
+    for name, reader in READERS.items():
+        if reader.sniff(path, data):
+            return name
+    raise InputError(path, _unrecognized(path, data))
 
 
-def read_trace(path: str, fmt: str | None = None) -> Trace:
-    """Read and decode one trace file into unlinked tables. Raises InputError with a one-line reason."""
-    return start_read(path, fmt).result()  # type: ignore[no-any-return]
+def _unrecognized(path: str, data: bytes) -> str:
+    if not data.strip(BLANK):
+        return "empty file"
+    if sqlite.is_sqlite(data):
+        return sqlite.describe_other(path)
+    for suffix, hint in CONVERT_HINTS.items():
+        if path.endswith(suffix):
+            return hint.format(name=os.path.basename(path))
+    known = ", ".join(r.title for r in READERS.values())
+    return f"unrecognized format: neither JSON nor a SQLite database (perflint reads: {known})"
 
 
-def start_read(path: str, fmt: str | None = None) -> PendingRead:
-    """`read_trace` begun (see kineto.start_kineto): `.result()` gives the Trace or raises what
-    `read_trace` raises, whenever the problem was found."""
+def _claiming(path: str) -> Reader | None:
+    """The reader that reads the directory `path` as one trace, if any."""
     try:
-        readers = READERS if fmt in (None, *READERS) else {**READERS, **_plugin_readers()}
-        data = open_source(path)  # bytes, or an mmap of a big plain file
-        name = fmt or detect_format(path, data[:64])
-        reader = readers.get(name)
+        names = sorted(os.listdir(path))
+    except OSError:
+        return None
+    return next((r for r in READERS.values() if r.claims_dir(path, names)), None)
+
+
+def _head(path: str) -> bytes:
+    """The first bytes of `path` for sniffing; InputError (the reader's words) when it cannot be read."""
+    got = head(path, HEAD_BYTES)
+    if got is not None:
+        return got[0]
+    data = open_source(path)  # raises what is wrong (missing, unreadable, truncated gzip, empty)
+    return bytes(data[:HEAD_BYTES])
+
+
+def reader_for(path: str, fmt: str | None = None) -> Reader:
+    """The reader for `path`: the one named by `fmt`, else the one that claims the directory or
+    sniffs the file's content. InputError when there is none."""
+    readers = _readers(fmt)
+    if fmt is not None:
+        reader = readers.get(fmt)
         if reader is None:
-            raise InputError(path, f"unknown format '{name}' (known: {', '.join(sorted(readers))})")
-        if reader is read_kineto:
-            return start_kineto(path, data)
+            raise InputError(path, f"unknown format '{fmt}' (known: {', '.join(sorted(readers))})")
+        return reader
+    if os.path.isdir(path):
+        claimed = _claiming(path)
+        if claimed is None:
+            raise InputError(path, "is a directory, expected a trace file or a profiler output directory")
+        return claimed
+    return readers[detect_format(path, _head(path))]
+
+
+def start_read(path: str, fmt: str | None = None, options: ReadOptions | None = None) -> PendingRead:
+    """The read of `path` begun (a big Kineto file decodes in worker processes meanwhile):
+    `.result()` gives its traces (one per rank) or raises the InputError that says what is wrong,
+    whenever the problem was found."""
+    try:
+        return reader_for(path, fmt).start(path, options or ReadOptions())
     except Exception as exc:  # raised by result(), like any other read error
         return PendingRead(functools.partial(_raise, exc))
-    if not isinstance(data, bytes):
-        data = bytes(data)  # plugin readers get bytes
-    return PendingRead(functools.partial(reader, path, data))
+
+
+def read_traces(path: str, fmt: str | None = None, options: ReadOptions | None = None) -> list[Trace]:
+    """Every trace in `path` (a file or a profiler output directory), unlinked, one per rank."""
+    return start_read(path, fmt, options).result()  # type: ignore[no-any-return]
+
+
+def read_trace(path: str, fmt: str | None = None, options: ReadOptions | None = None) -> Trace:
+    """The one trace in `path`; InputError when it holds several (use `read_traces`)."""
+    traces = read_traces(path, fmt, options)
+    if len(traces) != 1:
+        raise InputError(path, f"holds {len(traces)} traces (ranks); read them with read_traces")
+    return traces[0]
 
 
 def _raise(exc: BaseException) -> Any:
@@ -74,21 +131,26 @@ Skip = tuple[str, str]
 
 
 def trace_suffixes() -> tuple[str, ...]:
-    """File-name endings of trace files: JSON, and what a plugin reader declares (`suffixes`)."""
-    extra = [s for r in _plugin_readers().values() for s in getattr(r, "suffixes", ()) if isinstance(s, str)]
-    return TRACE_SUFFIXES + tuple(s for s in extra if s not in TRACE_SUFFIXES)
+    """File-name endings a directory scan offers the readers: every reader's `suffixes`, a
+    plugin's included."""
+    out: list[str] = []
+    for r in (*READERS.values(), *_plugin_readers().values()):
+        sfx = r.plugin_suffixes if isinstance(r, CallableReader) else r.suffixes
+        out.extend(s for s in sfx if s not in out)
+    return tuple(out)
 
 
 def discover(paths: list[str], exclude: list[str] | tuple[str, ...] = ()) -> tuple[list[str], list[InputError], list[Skip]]:
-    """Expand directories into trace files. A file under a directory is skipped, with the reason,
-    when `exclude` globs match it, when its name is not a trace file's, or when its content is
-    recognizably not a profiler trace (`sniff`); a file named here is always read unless excluded.
-    A path that yields no trace is an error."""
+    """Expand directories into traces: trace files, and the profiler output directories a
+    reader reads whole. A file under a directory is skipped, with the reason, when `exclude`
+    globs match it, when its name is no reader's, or when its content is recognizably not a
+    profiler trace; a path named here is always read unless excluded. A path that yields no
+    trace is an error."""
     files: list[str] = []
     errors: list[InputError] = []
     skipped: list[Skip] = []
     for p in paths:
-        if os.path.isdir(p):
+        if os.path.isdir(p) and _claiming(p) is None:
             found, skips = _scan_dir(p, tuple(exclude))
             if not found:
                 what = f"{len(skips)} file{'s' if len(skips) != 1 else ''} skipped" if skips else "no files"
@@ -128,14 +190,22 @@ def excluded_by(rel: str, globs: tuple[str, ...] | list[str], whole: bool = Fals
 
 
 def _scan_dir(root: str, exclude: tuple[str, ...]) -> tuple[list[str], list[Skip]]:
-    from perflint.readers.sniff import not_a_trace
-
     suffixes = trace_suffixes()
     found: list[str] = []
     skipped: list[Skip] = []
     # Hidden files and directories (.git, editor state) are not part of a profiler run's output.
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        if dirpath != root:
+            claimed = _claiming(dirpath)
+            if claimed is not None:
+                dirnames[:] = []  # read whole, by its reader
+                glob = excluded_by(os.path.relpath(dirpath, root), exclude)
+                if glob is None:
+                    found.append(dirpath)
+                else:
+                    skipped.append((dirpath, f"excluded by pattern '{glob}'"))
+                continue
         for f in sorted(filenames):
             if f.startswith("."):
                 continue
@@ -143,10 +213,12 @@ def _scan_dir(root: str, exclude: tuple[str, ...]) -> tuple[list[str], list[Skip
             glob = excluded_by(os.path.relpath(path, root), exclude)
             if glob is not None:
                 skipped.append((path, f"excluded by pattern '{glob}'"))
+            elif f.endswith(tuple(CONVERT_HINTS)):
+                skipped.append((path, CONVERT_HINTS[next(s for s in CONVERT_HINTS if f.endswith(s))].format(name=f)))
             elif not f.endswith(suffixes):
                 skipped.append((path, f"not a trace file name ({', '.join(suffixes)})"))
             else:
-                why = not_a_trace(path) if f.endswith(TRACE_SUFFIXES) else None
+                why = _not_a_trace(path)
                 if why is None:
                     found.append(path)
                 else:
@@ -154,15 +226,39 @@ def _scan_dir(root: str, exclude: tuple[str, ...]) -> tuple[list[str], list[Skip
     return found, skipped
 
 
+def _not_a_trace(path: str) -> str | None:
+    """Why a file met in a scan is recognizably not a trace to check; None: read it (a file that
+    cannot be sniffed is read too, so that its problem is reported as an error)."""
+    if not path.endswith(tuple(s for r in READERS.values() for s in r.suffixes)):
+        return None  # a plugin's file: read as it is
+    got = head(path, HEAD_BYTES)
+    if got is None:
+        return None
+    data = got[0]
+    for reader in READERS.values():
+        if reader.sniff(path, data):
+            return reader.skip_reason(path)
+    if sqlite.is_sqlite(data):
+        return None if sqlite.tables(path) is None else sqlite.describe_other(path)  # corrupt: an error
+    if path.endswith(READERS["kineto"].suffixes):
+        return None  # broken JSON: the reader says what is wrong
+    return "content is no trace format perflint reads"
+
+
 __all__ = [
+    "CONVERT_HINTS",
     "READERS",
     "PendingRead",
+    "ReadOptions",
+    "Reader",
     "Skip",
     "detect_format",
     "discover",
     "excluded_by",
     "read_bytes",
     "read_trace",
+    "read_traces",
+    "reader_for",
     "start_read",
     "trace_suffixes",
 ]

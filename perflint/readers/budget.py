@@ -28,10 +28,6 @@ MIN_PARALLEL_SLICE = 4 << 20
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
 _UNIT = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
-# Set by the pipeline from --memory-budget (bytes). None: PERFLINT_MEMORY_BUDGET, else the
-# memory the machine has available.
-MEMORY_BUDGET: int | None = None
-
 
 class Plan(NamedTuple):
     workers: int
@@ -62,9 +58,11 @@ def available_memory() -> int | None:
     return None
 
 
-def budget() -> int | None:
-    if MEMORY_BUDGET is not None:
-        return MEMORY_BUDGET
+def budget(given: int | None = None) -> int | None:
+    """The read's memory budget in bytes: `given` (--memory-budget), else PERFLINT_MEMORY_BUDGET,
+    else the memory the machine has available; None where none of them is known."""
+    if given is not None:
+        return given
     raw = os.environ.get("PERFLINT_MEMORY_BUDGET")
     if raw:
         try:
@@ -79,9 +77,10 @@ def in_flight(workers: int, slice_bytes: int, gz: bool) -> float:
     return IN_FLIGHT_PER_SLICE_BYTE * slices * slice_bytes
 
 
-def plan(file_bytes: int, workers: int, slice_bytes: int, gz: bool = False) -> Plan:
-    """Workers and slice size that keep the read of a `file_bytes` trace within the budget."""
-    limit = budget()
+def plan(file_bytes: int, workers: int, slice_bytes: int, gz: bool = False, memory_budget: int | None = None) -> Plan:
+    """Workers and slice size that keep the read of a `file_bytes` trace within the budget
+    (`memory_budget`, else what `budget` finds)."""
+    limit = budget(memory_budget)
     if limit is None or BASE_BYTES + COLUMNS_PER_BYTE * file_bytes + in_flight(workers, slice_bytes, gz) <= limit:
         return Plan(workers, slice_bytes, None)
     room = limit - BASE_BYTES - COLUMNS_PER_BYTE * file_bytes

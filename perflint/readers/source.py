@@ -24,7 +24,10 @@ except ImportError:  # pragma: no cover - platforms without an isal wheel
     ZLIB_ERRORS = (zlib.error,)
 
 GZIP_MAGIC = b"\x1f\x8b"
-MMAP_MIN_BYTES = 64 << 20  # plain files above this are mapped, not read: the chunked reader releases pages
+MMAP_MIN_BYTES = 64 << 20
+HEAD_BYTES = 64 << 10  # what sniffing a file reads of it
+BLANK = b" \t\r\n\xef\xbb\xbf"  # whitespace and a UTF-8 byte-order mark
+_GZIP_WBITS = 16 + zlib.MAX_WBITS  # plain files above this are mapped, not read: the chunked reader releases pages
 
 
 def read_bytes(path: str) -> bytes:
@@ -340,3 +343,32 @@ def open_source(path: str) -> bytes | mmap.mmap | GzipStream:
     except (OSError, ValueError):
         pass  # read_bytes words the problem
     return read_bytes(path)
+
+
+def head(path: str, limit: int = HEAD_BYTES) -> tuple[bytes, bool] | None:
+    """The first `limit` bytes of the content and whether that is all of it; None when the file
+    cannot be read or decompressed that far (the reader words the problem)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None  # a FIFO or device would block: the reader words the problem
+        with open(path, "rb") as fh:
+            raw = fh.read(limit + 1)
+            if raw[:2] != GZIP_MAGIC:
+                return raw[:limit], len(raw) <= limit
+            inflate = zlib.decompressobj(_GZIP_WBITS)
+            out = bytearray()
+            while raw and len(out) <= limit:
+                out += inflate.decompress(raw, limit + 1 - len(out))
+                if inflate.unconsumed_tail:
+                    raw = inflate.unconsumed_tail
+                elif inflate.eof:
+                    break
+                else:
+                    raw = fh.read(1 << 16)
+            if len(out) <= limit and not inflate.eof:
+                return None  # truncated inside the head
+            # A second gzip member after the first would be more content: rare enough to read it as "more".
+            complete = len(out) <= limit and not inflate.unused_data and not fh.read(1)
+            return bytes(out[:limit]), complete
+    except (OSError, zlib.error):
+        return None

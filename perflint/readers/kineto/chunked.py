@@ -30,8 +30,8 @@ from typing import Any, Union
 
 import msgspec
 
-from perflint.readers import native_scan
-from perflint.readers.kineto_schema import DECODER, EVENTS_DECODER, STRICT_EVENTS_DECODER, Event, StrictSlice, TraceFile
+from perflint.readers.kineto import native_scan
+from perflint.readers.kineto.schema import DECODER, EVENTS_DECODER, STRICT_EVENTS_DECODER, Event, StrictSlice, TraceFile
 from perflint.readers.source import MappedFile
 
 DEFAULT_CHUNK_BYTES = 32 << 20
@@ -50,8 +50,6 @@ _TAIL_TRIES = 4096
 # A slice's events: scanned into columns, strictly typed, or the lenient structs (ColumnBuilder.add takes all three).
 Events = Union[list[Event], StrictSlice, native_scan.NativeSlice, native_scan.Parts]
 
-# Called with (bytes done, bytes total) after each slice; the pipeline sets it for a TTY progress bar.
-PROGRESS: Callable[[int, int], None] | None = None
 
 
 def chunk_bytes() -> int:
@@ -187,7 +185,7 @@ class _Releaser:
             self.done = end
 
 
-def iter_slices(buf: Any, size: int | None = None) -> Iterator[Events] | None:
+def iter_slices(buf: Any, size: int | None = None, progress: Callable[[int, int], None] | None = None) -> Iterator[Events] | None:
     """Event lists of consecutive slices of the traceEvents array; None if the layout is unknown.
 
     The generator raises `_Fallback` when the slicing fails; `read_sliced` handles it.
@@ -196,13 +194,12 @@ def iter_slices(buf: Any, size: int | None = None) -> Iterator[Events] | None:
     start = _array_start(buf, n)
     if start is None:
         return None
-    return _slices(buf, n, start, min(size or chunk_bytes(), sub_bytes()))
+    return _slices(buf, n, start, min(size or chunk_bytes(), sub_bytes()), progress)
 
 
-def _slices(buf: Any, n: int, start: int, size: int) -> Iterator[Any]:
+def _slices(buf: Any, n: int, start: int, size: int, progress: Callable[[int, int], None] | None = None) -> Iterator[Any]:
     rel = _Releaser(buf)
     pos = start + 1
-    progress = PROGRESS
     while True:
         hi = pos + size
         events = None
@@ -359,9 +356,12 @@ def last_slice(buf: Any, start: int, pos: int, n: int | None = None) -> tuple[Ev
     return events, (None if isinstance(doc, list) else doc)
 
 
-def read_sliced(buf: Any, add: Callable[[Events], None], size: int | None = None) -> tuple[bool, TraceFile | None]:
-    """Feed each slice's events to `add`. Returns (ok, metadata doc); ok False: use the whole-file path."""
-    it = iter_slices(buf, size)
+def read_sliced(
+    buf: Any, add: Callable[[Events], None], size: int | None = None, progress: Callable[[int, int], None] | None = None
+) -> tuple[bool, TraceFile | None]:
+    """Feed each slice's events to `add`, calling `progress(done, total)` (bytes) as it goes.
+    Returns (ok, metadata doc); ok False: use the whole-file path."""
+    it = iter_slices(buf, size, progress)
     if it is None:
         return False, None
     try:
@@ -376,4 +376,4 @@ def read_sliced(buf: Any, add: Callable[[Events], None], size: int | None = None
     return False, None
 
 
-__all__ = ["DEFAULT_CHUNK_BYTES", "PROGRESS", "Fallback", "after", "chunk_bytes", "decode_range", "last_slice", "plan", "plan_iter", "read_sliced"]
+__all__ = ["DEFAULT_CHUNK_BYTES", "Fallback", "after", "chunk_bytes", "decode_range", "last_slice", "plan", "plan_iter", "read_sliced"]

@@ -21,16 +21,16 @@ import numpy as np
 
 from perflint.ids import distinct
 from perflint.model import NONE, OP_ANNOTATION, OP_CPU
-from perflint.readers.fast_add import _CODES, _GPU_KIND, _GROUP, G_CPR, G_GPU, G_MEM, G_OPS, G_PYFN, G_RT, G_TRACE
-from perflint.readers.kineto_codes import C_OP, MEM_CODE
+from perflint.readers.kineto.fast_add import _CODES, _GPU_KIND, _GROUP, G_CPR, G_GPU, G_MEM, G_OPS, G_PYFN, G_RT, G_TRACE
+from perflint.readers.kineto.codes import C_OP, MEM_CODE
 
 try:
-    from perflint.readers import _kscan
+    from perflint.readers.kineto import _kscan
 except ImportError:  # not built (no compiler at install, or PERFLINT_NO_NATIVE=1): the msgspec path
     _kscan = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
-    from perflint.readers.kineto import ColumnBuilder
+    from perflint.readers.kineto.reader import ColumnBuilder
 
 I8, I32, I64, F64 = np.int8, np.int32, np.int64, np.float64
 # Column rows of the scanner's result, in the order of the enums in _kscan.c.

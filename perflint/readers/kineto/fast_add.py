@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from perflint.model import GPU_SYNC, KERNEL, MEMCPY, MEMSET, NONE, OP_ANNOTATION, OP_CPU
-from perflint.readers.kineto_codes import (
+from perflint.readers.kineto.codes import (
     C_ANN,
     C_CPR,
     C_KERNEL,
@@ -38,11 +38,11 @@ from perflint.readers.kineto_codes import (
     int_or,
     stream_of,
 )
-from perflint.readers.kineto_ranges import span_of
-from perflint.readers.kineto_schema import INSTANT_CAT, SKIP_CAT
+from perflint.readers.kineto.ranges import span_of
+from perflint.readers.kineto.schema import INSTANT_CAT, SKIP_CAT
 
 if TYPE_CHECKING:
-    from perflint.readers.kineto import ColumnBuilder
+    from perflint.readers.kineto.reader import ColumnBuilder
 
 I8, I32, I64, F64 = np.int8, np.int32, np.int64, np.float64
 _NAN = float("nan")

@@ -10,47 +10,16 @@ read, and the reader reports their problem as an error.
 from __future__ import annotations
 
 import re
-import zlib
 from typing import Any
 
 import orjson
 
-from perflint.readers.source import GZIP_MAGIC
+from perflint.readers.source import BLANK as _BLANK, HEAD_BYTES, head
 
-HEAD_BYTES = 64 << 10
-_GZIP_WBITS = 16 + zlib.MAX_WBITS
 # A JSON string (a key when a colon follows) or a bracket: strings are matched whole, so brackets
 # inside them do not count.
 _TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"\s*:?|[{}\[\]]')
 _MEMORY_ROW = re.compile(rb"\[\s*\[\s*-?\d")  # export_memory_timeline: [[ts, action, bytes, category], ...]
-_BLANK = b" \t\r\n\xef\xbb\xbf"  # whitespace and a UTF-8 byte-order mark
-
-
-def head(path: str, limit: int = HEAD_BYTES) -> tuple[bytes, bool] | None:
-    """The first `limit` bytes of the content and whether that is all of it; None when the file
-    cannot be read or decompressed that far (the reader words the problem)."""
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(limit + 1)
-            if raw[:2] != GZIP_MAGIC:
-                return raw[:limit], len(raw) <= limit
-            inflate = zlib.decompressobj(_GZIP_WBITS)
-            out = bytearray()
-            while raw and len(out) <= limit:
-                out += inflate.decompress(raw, limit + 1 - len(out))
-                if inflate.unconsumed_tail:
-                    raw = inflate.unconsumed_tail
-                elif inflate.eof:
-                    break
-                else:
-                    raw = fh.read(1 << 16)
-            if len(out) <= limit and not inflate.eof:
-                return None  # truncated inside the head
-            # A second gzip member after the first would be more content: rare enough to read it as "more".
-            complete = len(out) <= limit and not inflate.unused_data and not fh.read(1)
-            return bytes(out[:limit]), complete
-    except (OSError, zlib.error):
-        return None
 
 
 def top_level_keys(text: bytes) -> list[str]:

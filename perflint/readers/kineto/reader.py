@@ -35,10 +35,11 @@ from perflint.model import (
     RuntimeTable,
     Trace,
 )
-from perflint.readers import budget, chunked
-from perflint.readers.chunked import Fallback, after, chunk_bytes, decode_range, last_slice, plan_iter, read_sliced
-from perflint.readers.fast_add import StrictMiss, add_strict
-from perflint.readers.kineto_codes import (  # noqa: F401 (re-exported: the reader's public constants)
+from perflint.readers import budget
+from perflint.readers.kineto import chunked
+from perflint.readers.kineto.chunked import Fallback, after, chunk_bytes, decode_range, last_slice, plan_iter, read_sliced
+from perflint.readers.kineto.fast_add import StrictMiss, add_strict
+from perflint.readers.kineto.codes import (  # noqa: F401 (re-exported: the reader's public constants)
     C_ANN,
     C_CPR,
     C_KERNEL,
@@ -55,9 +56,10 @@ from perflint.readers.kineto_codes import (  # noqa: F401 (re-exported: the read
     int_or as _int_or,
     stream_of as _stream_of,
 )
-from perflint.readers.kineto_ranges import INT32_MAX, INT64_MAX, check_columns, check_times, finite_time, meta_int, span_of
-from perflint.readers.kineto_schema import DECODER, DEFAULT_ARGS, STRICT_DECODER, Args, Event, StrictSlice, TraceFile
-from perflint.readers.native_scan import NativeSlice, Parts, add_native
+from perflint.readers.kineto.ranges import INT32_MAX, INT64_MAX, check_columns, check_times, finite_time, meta_int, span_of
+from perflint.readers.kineto.schema import DECODER, DEFAULT_ARGS, STRICT_DECODER, Args, Event, StrictSlice, TraceFile
+from perflint.readers.kineto.native_scan import NativeSlice, Parts, add_native
+from perflint.readers.protocol import ReadOptions
 from perflint.readers.source import GzipStream, PendingRead, Unavailable, open_source, read_bytes
 
 MAX_DUR_US = 7 * 24 * 3600 * 1e6  # HTA drops events longer than 7 days as corrupt
@@ -1128,8 +1130,6 @@ def build_trace(path: str, events: list[Event], doc: TraceFile | None, data: byt
     return builder.finish(doc, (lambda: data) if data is not None else None)
 
 
-# Worker processes for the slices of one big file (the pipeline sets it from --jobs).
-READ_WORKERS = 0  # 0: all cores
 _WORK_BUF: Any = None  # the parent's mapped file, inherited by the forked workers
 # Slices per worker: equal slices handed out in turn, so the workers finish close together.
 RANGES_PER_WORKER = 6
@@ -1140,11 +1140,13 @@ STREAM_RANGES_PER_WORKER = 12
 SLICED_MIN_BYTES = 1 << 20
 
 
-def _read_workers(n_slices: int) -> int:
+def _read_workers(n_slices: int, want: int = 0) -> int:
+    """Processes for `n_slices` slices: `want` (ReadOptions.workers; 0: all cores), unless
+    PERFLINT_READ_WORKERS says otherwise."""
     import multiprocessing
 
     raw = os.environ.get("PERFLINT_READ_WORKERS")
-    want = int(raw) if raw and raw.isdigit() else READ_WORKERS
+    want = int(raw) if raw and raw.isdigit() else want
     if want <= 0:
         want = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     if multiprocessing.parent_process() is not None or "fork" not in multiprocessing.get_all_start_methods():
@@ -1180,8 +1182,11 @@ class _ParallelRead:
     slice is merged before its bytes are reused); `begin` has a thread do that while the caller
     loads its rules (the decompressor releases the GIL), else `finish` does it."""
 
-    def __init__(self, path: str, data: Any, n: int, start: int, cuts: Any, pool: Any) -> None:
+    def __init__(
+        self, path: str, data: Any, n: int, start: int, cuts: Any, pool: Any, progress: Callable[[int, int], None] | None = None
+    ) -> None:
         self.path, self.data, self.n, self.start, self.cuts, self.pool = path, data, n, start, cuts, pool
+        self.progress = progress
         self.stream = data if isinstance(data, GzipStream) else None
         self.builder = ColumnBuilder(path)
         self.pending: list[tuple[int, int, Any]] = []
@@ -1237,8 +1242,8 @@ class _ParallelRead:
         del st
         if self.stream is not None:
             self.stream.floor = self.pending[0][0] if self.pending else self.next_pos
-        if chunked.PROGRESS is not None:
-            chunked.PROGRESS(hi, self.n)
+        if self.progress is not None:
+            self.progress(hi, self.n)
 
     def _make_room(self, floor: int) -> bool:
         """The ring needs the bytes below `floor`: merge the slices that live there."""
@@ -1306,7 +1311,9 @@ class _ParallelRead:
             self.stream.make_room = None
 
 
-def _start_parallel(path: str, data: Any, size: int, workers: int = 0) -> _ParallelRead | None:
+def _start_parallel(
+    path: str, data: Any, size: int, workers: int = 0, progress: Callable[[int, int], None] | None = None
+) -> _ParallelRead | None:
     """A parallel read of `data` (see _ParallelRead), its slices already submitted when `data`
     is a plain buffer; None when it cannot be done (then the sequential slicer runs)."""
     stream = data if isinstance(data, GzipStream) else None
@@ -1330,11 +1337,11 @@ def _start_parallel(path: str, data: Any, size: int, workers: int = 0) -> _Paral
         if len(ranges) < 2:
             return None
         cuts = iter(())
-    from perflint.readers.procs import slice_pool
+    from perflint.readers.kineto.procs import slice_pool
 
     try:
         pool = slice_pool(workers)
-        job = _ParallelRead(path, data, n, start, cuts, pool)
+        job = _ParallelRead(path, data, n, start, cuts, pool, progress)
         try:
             for lo, hi in ranges:
                 job.submit(lo, hi)
@@ -1346,10 +1353,12 @@ def _start_parallel(path: str, data: Any, size: int, workers: int = 0) -> _Paral
     return job
 
 
-def _read_parallel(path: str, data: Any, size: int, workers: int = 0) -> Trace | None:
+def _read_parallel(
+    path: str, data: Any, size: int, workers: int = 0, progress: Callable[[int, int], None] | None = None
+) -> Trace | None:
     """Slices decoded and turned into columns in forked workers, merged in file order here.
     None when it cannot be done (then the sequential slicer runs)."""
-    job = _start_parallel(path, data, size, workers)
+    job = _start_parallel(path, data, size, workers, progress)
     return None if job is None else _finished(job)
 
 
@@ -1382,7 +1391,7 @@ def _reference() -> bool:
     return os.environ.get("PERFLINT_READER") == "reference"
 
 
-def read_kineto(path: str, data: Any = None) -> Trace:
+def read_kineto(path: str, data: Any = None, options: ReadOptions | None = None) -> Trace:
     """`data`: the file's bytes, an mmap of a big plain file or a GzipStream of a big .gz (see
     `source.open_source`).
 
@@ -1390,19 +1399,21 @@ def read_kineto(path: str, data: Any = None) -> Trace:
     (readers/chunked.py), the rest in one go; PERFLINT_READER=reference selects the whole-file
     decode and the event-by-event reference builder.
     """
-    return start_kineto(path, data).result()
+    return start_kineto(path, data, options).result()  # type: ignore[no-any-return]
 
 
-def start_kineto(path: str, data: Any = None) -> PendingRead:
+def start_kineto(path: str, data: Any = None, options: ReadOptions | None = None) -> PendingRead:
     """`read_kineto` begun: a big plain file's slices go to the worker processes now, so that the
     caller can do other work (import and load the rules) while they decode. `.result()` ends the
     read and raises its errors; `.cancel()` abandons it."""
+    opts = options or ReadOptions()
     if data is None:
         data = open_source(path)
     stream = data if isinstance(data, GzipStream) else None
     size = chunk_bytes()
     n = stream.size if stream is not None else len(data)
-    plan = budget.plan(n, _read_workers(max(1, n // size)), size, gz=stream is not None)
+    workers = _read_workers(max(1, n // size), opts.workers)
+    plan = budget.plan(n, workers, size, gz=stream is not None, memory_budget=opts.memory_budget)
     size = plan.slice_bytes
     job = None
     # Tiny forced slices (a small budget) read sequentially.
@@ -1410,22 +1421,24 @@ def start_kineto(path: str, data: Any = None) -> PendingRead:
         was_enabled = gc.isenabled()
         gc.disable()
         try:
-            job = _start_parallel(path, data, size, plan.workers)
+            job = _start_parallel(path, data, size, plan.workers, opts.progress)
         finally:
             if was_enabled:
                 gc.enable()
     elif stream is not None and not _reference():
-        job = _begin_stream(path, stream, size, plan.workers)
-    return PendingRead(lambda: _read(path, data, plan, job), job.cancel if job is not None else None)
+        job = _begin_stream(path, stream, size, plan.workers, opts.progress)
+    return PendingRead(lambda: _read(path, data, plan, job, opts.progress), job.cancel if job is not None else None)
 
 
-def _begin_stream(path: str, stream: GzipStream, size: int, workers: int) -> _ParallelRead | None:
+def _begin_stream(
+    path: str, stream: GzipStream, size: int, workers: int, progress: Callable[[int, int], None] | None = None
+) -> _ParallelRead | None:
     """A big .gz: its decompression and the decoding of its slices under way in the background
     (see _ParallelRead.begin); None: `_read` reads it in the caller's time."""
     was_enabled = gc.isenabled()
     job = None
     try:
-        job = _start_parallel(path, stream, size, workers)
+        job = _start_parallel(path, stream, size, workers, progress)
         if job is not None:
             job.begin()
     except (Fallback, Unavailable, OSError, RuntimeError, AssertionError):
@@ -1437,7 +1450,9 @@ def _begin_stream(path: str, stream: GzipStream, size: int, workers: int) -> _Pa
     return job
 
 
-def _read(path: str, data: Any, plan: budget.Plan, job: _ParallelRead | None) -> Trace:
+def _read(
+    path: str, data: Any, plan: budget.Plan, job: _ParallelRead | None, progress: Callable[[int, int], None] | None = None
+) -> Trace:
     stream = data if isinstance(data, GzipStream) else None
     size = plan.slice_bytes
     # The cyclic GC would rescan millions of freshly allocated objects (DESIGN §9).
@@ -1450,7 +1465,7 @@ def _read(path: str, data: Any, plan: budget.Plan, job: _ParallelRead | None) ->
                 was_enabled = was_enabled or job.gc_was_enabled  # `begin` turned it off
                 trace = _finished(job)
             elif not _reference():
-                trace = _read_parallel(path, stream, size, plan.workers)
+                trace = _read_parallel(path, stream, size, plan.workers, progress)
             if trace is not None:
                 return _noted(trace, plan.note)
             data = stream.complete()
@@ -1462,10 +1477,10 @@ def _read(path: str, data: Any, plan: budget.Plan, job: _ParallelRead | None) ->
         if job is not None:
             trace = _finished(job)
         elif stream is not None and len(data) > 2 * size and size >= 1 << 20 and plan.workers > 1:
-            trace = _read_parallel(path, data, size, plan.workers)  # the .gz, now whole in memory
+            trace = _read_parallel(path, data, size, plan.workers, progress)  # the .gz, now whole in memory
         if trace is None and len(data) > min(size, SLICED_MIN_BYTES):
             builder = ColumnBuilder(path)
-            ok, doc = read_sliced(data, builder.add, size)
+            ok, doc = read_sliced(data, builder.add, size, progress)
             if ok:
                 trace = builder.finish(doc, lambda: bytes(data))
             del builder

@@ -1,0 +1,69 @@
+"""What the SQLite-based readers share: opening a database read-only and telling what it holds.
+
+Nsight Systems exports and nvprof databases are both SQLite files; their tables tell them apart
+(and from another application's database).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from perflint.errors import InputError
+
+MAGIC = b"SQLite format 3\x00"
+
+
+def connect(path: str) -> sqlite3.Connection:
+    """The database at `path`, read-only (a trace is never written); InputError when it cannot be
+    opened as SQLite."""
+    try:
+        con = sqlite3.connect(f"file:{_quote(path)}?mode=ro", uri=True, check_same_thread=False)
+        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise InputError(path, f"corrupt or truncated SQLite database ({exc})") from None
+    return con
+
+
+def _quote(path: str) -> str:
+    from urllib.parse import quote
+
+    return quote(path, safe="/")
+
+
+def tables(path: str) -> dict[str, set[str]] | None:
+    """Table name -> column names of the database at `path`; None when it cannot be opened or
+    its schema cannot be read (corrupt, truncated, not SQLite)."""
+    try:
+        con = connect(path)
+    except InputError:
+        return None
+    try:
+        names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")]
+        out: dict[str, set[str]] = {}
+        for name in names:
+            out[name] = {r[1] for r in con.execute(f'PRAGMA table_info("{name}")')}
+        return out
+    except sqlite3.DatabaseError:
+        return None
+    finally:
+        con.close()
+
+
+def is_sqlite(head: bytes) -> bool:
+    return head.startswith(MAGIC)
+
+
+def describe_other(path: str) -> str:
+    """Why a SQLite file is not a trace perflint reads, for the one-line error."""
+    found = tables(path)
+    if found is None:
+        return "corrupt or truncated SQLite database (its schema cannot be read)"
+    names = sorted(found)
+    shown = ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
+    return (
+        f"SQLite database that is neither an Nsight Systems export nor an nvprof database "
+        f"(tables: {shown or 'none'})"
+    )
+
+
+__all__ = ["MAGIC", "connect", "describe_other", "is_sqlite", "tables"]

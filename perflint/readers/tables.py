@@ -1,0 +1,153 @@
+"""Building a `Trace` from columns: what every reader other than Kineto's shares.
+
+A reader collects plain lists (or numpy arrays) per column and calls `build_trace`; columns it
+does not have are filled with the model's "unknown" values, and the graph-step columns start
+empty. Strings go through one `Strings` interner per trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from perflint.errors import InputError
+from perflint.model import (
+    NONE,
+    Device,
+    GpuTable,
+    MemoryTable,
+    OpTable,
+    PyFnTable,
+    RuntimeTable,
+    Trace,
+)
+
+
+class Strings:
+    """The trace's string table: `id(text)` interns, `list` is `Trace.strings`."""
+
+    def __init__(self) -> None:
+        self.list: list[str] = []
+        self._ids: dict[str, int] = {}
+
+    def id(self, text: str | None) -> int:
+        if text is None:
+            return NONE
+        sid = self._ids.get(text)
+        if sid is None:
+            sid = self._ids[text] = len(self.list)
+            self.list.append(text)
+        return sid
+
+
+class Threads:
+    """The trace's thread table: `id(pid, tid)` interns, `list` is `Trace.threads`."""
+
+    def __init__(self) -> None:
+        self.list: list[tuple[str, str]] = []
+        self._ids: dict[tuple[str, str], int] = {}
+
+    def id(self, pid: Any, tid: Any) -> int:
+        key = (str(pid), str(tid))
+        i = self._ids.get(key)
+        if i is None:
+            i = self._ids[key] = len(self.list)
+            self.list.append(key)
+        return i
+
+
+# column -> (dtype, value when unknown, width for (n, 3) columns)
+_OPS: dict[str, tuple[Any, Any]] = {
+    "kind": (np.int8, 0), "name": (np.int32, NONE), "thread": (np.int32, 0), "ts": (np.float64, 0.0),
+    "dur": (np.float64, 0.0), "ext_id": (np.int64, NONE), "seq": (np.int64, NONE), "fwd_tid": (np.int64, NONE),
+    "dims": (np.int32, NONE), "types": (np.int32, NONE), "concrete": (np.int32, NONE), "stack": (np.int32, NONE),
+    "parent": (np.int32, NONE), "depth": (np.int16, 0), "source": (np.int32, NONE), "fwd_op": (np.int32, NONE),
+}  # fmt: skip
+_RUNTIME: dict[str, tuple[Any, Any]] = {
+    "name": (np.int32, NONE), "thread": (np.int32, 0), "ts": (np.float64, 0.0), "dur": (np.float64, 0.0),
+    "correlation": (np.int64, NONE), "ext_id": (np.int64, NONE), "op": (np.int32, NONE),
+}  # fmt: skip
+_GPU: dict[str, tuple[Any, Any]] = {
+    "kind": (np.int8, 0), "name": (np.int32, NONE), "device": (np.int32, 0), "stream": (np.int64, NONE),
+    "ts": (np.float64, 0.0), "dur": (np.float64, 0.0), "correlation": (np.int64, NONE), "ext_id": (np.int64, NONE),
+    "grid": (np.int64, 0), "block": (np.int64, 0), "regs": (np.int32, NONE), "shmem": (np.int64, NONE),
+    "blocks_per_sm": (np.float64, np.nan), "warps_per_sm": (np.float64, np.nan), "occupancy": (np.float64, np.nan),
+    "nbytes": (np.int64, 0), "collective": (np.int32, NONE), "launch": (np.int32, NONE),
+}  # fmt: skip
+_PYFN: dict[str, tuple[Any, Any]] = {
+    "name": (np.int32, NONE), "thread": (np.int32, 0), "ts": (np.float64, 0.0), "dur": (np.float64, 0.0),
+}  # fmt: skip
+_MEMORY: dict[str, tuple[Any, Any]] = {
+    "thread": (np.int32, 0), "ts": (np.float64, 0.0), "nbytes": (np.int64, 0), "total_allocated": (np.int64, -1),
+    "total_reserved": (np.int64, -1), "device_type": (np.int16, -1), "device_id": (np.int16, -1),
+}  # fmt: skip
+_WIDE = {"grid", "block"}  # (n, 3)
+
+
+def _columns(path: str, what: str, spec: dict[str, tuple[Any, Any]], cols: dict[str, Any]) -> dict[str, np.ndarray]:
+    unknown = set(cols) - set(spec)
+    if unknown:
+        raise ValueError(f"{what}: no such column(s) {sorted(unknown)}")  # a reader bug, not bad input
+    n = None
+    for k, v in cols.items():
+        m = len(v)
+        if n is not None and m != n:
+            raise ValueError(f"{what}: column {k} has {m} rows, others {n}")
+        n = m
+    n = n or 0
+    out: dict[str, np.ndarray] = {}
+    for k, (dtype, missing) in spec.items():
+        shape: tuple[int, ...] = (n, 3) if k in _WIDE else (n,)
+        if k in cols:
+            try:
+                arr = np.asarray(cols[k], dtype=dtype)
+            except (TypeError, ValueError, OverflowError):
+                raise InputError(path, f"{what} {k}: values of the wrong type") from None
+            if arr.shape != shape:
+                arr = arr.reshape(shape)
+            out[k] = arr
+        else:
+            out[k] = np.full(shape, missing, dtype=dtype)
+    return out
+
+
+def build_trace(
+    path: str,
+    fmt: str,
+    strings: Strings,
+    threads: Threads,
+    *,
+    ops: dict[str, Sequence[Any]] | None = None,
+    runtime: dict[str, Sequence[Any]] | None = None,
+    gpu: dict[str, Sequence[Any]] | None = None,
+    pyfn: dict[str, Sequence[Any]] | None = None,
+    memory: dict[str, Sequence[Any]] | None = None,
+    devices: dict[int, Device] | None = None,
+    rank: int | None = None,
+    world_size: int | None = None,
+    meta: dict[str, Any] | None = None,
+    warnings: list[str] | None = None,
+) -> Trace:
+    """A `Trace` from the columns a reader has; every other column holds its "unknown" value.
+    Raises `InputError` when a column cannot hold its values (text where numbers belong)."""
+    return Trace(
+        path=path,
+        format=fmt,
+        strings=strings.list,
+        threads=threads.list,
+        ops=OpTable(**_columns(path, "op", _OPS, dict(ops or {}))),
+        runtime=RuntimeTable(**_columns(path, "runtime call", _RUNTIME, dict(runtime or {}))),
+        gpu=GpuTable(**_columns(path, "GPU activity", _GPU, dict(gpu or {}))),
+        pyfn=PyFnTable(**_columns(path, "python function", _PYFN, dict(pyfn or {}))),
+        memory=MemoryTable(**_columns(path, "memory event", _MEMORY, dict(memory or {}))),
+        devices=dict(devices or {}),
+        rank=rank,
+        world_size=world_size,
+        meta=dict(meta or {}),
+        warnings=list(warnings or []),
+    )
+
+
+__all__ = ["Strings", "Threads", "build_trace"]
