@@ -14,7 +14,7 @@ from perflint.metrics.steps import analysis_steps
 from perflint.metrics.tb_gpu import gpu_summary
 from perflint.metrics.tensor_cores import tensor_core_summary
 from perflint.metrics.temporal import temporal_breakdown
-from perflint.model import KERNEL, NONE, Trace
+from perflint.model import KERNEL, MEMCPY, MEMSET, NONE, Trace
 
 TOP_KERNELS = 10
 
@@ -86,6 +86,13 @@ def top_kernels(trace: Trace, limit: int = TOP_KERNELS) -> list[dict[str, Any]]:
     return out
 
 
+def transfers(trace: Trace, kind: int) -> dict[str, Any]:
+    """Count, summed duration and bytes of the memcpy (or memset) activities: whole trace."""
+    g = trace.gpu
+    rows = g.kind == kind
+    return {"count": int(rows.sum()), "time_us": round(float(g.dur[rows].sum()), 3), "bytes": int(g.nbytes[rows].sum())}
+
+
 def _r(x: float | None, nd: int = 3) -> float | None:
     return None if x is None else round(float(x), nd)
 
@@ -114,9 +121,12 @@ def summarize(trace: Trace, include_edge_steps: bool = False) -> dict[str, Any]:
         "temporal": {k: _r(v) for k, v in temporal.items()},
         "kernels": {
             "count": int((trace.gpu.kind == KERNEL).sum()),
+            "time_us": round(float(trace.gpu.dur[trace.gpu.kind == KERNEL].sum()), 3),
             "by_category": by_category(trace),
             "top": top_kernels(trace),
         },
+        "memcpy": transfers(trace, MEMCPY),
+        "memset": transfers(trace, MEMSET),
         "tensor_cores": tensor_core_summary(trace),
         "warnings": list(trace.warnings),
     }

@@ -1,0 +1,127 @@
+"""The reader protocol: a format is one Reader and one registry entry; discovery offers it the
+files and directories it can read; a file may hold several ranks; options are passed in; files of
+other applications and exports still to be made get one clear line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from perflint import readers
+from perflint.cli import main
+from perflint.model import KERNEL, Trace
+from perflint.readers import ReadOptions, Reader, discover, read_traces
+from perflint.readers.tables import Strings, Threads, build_trace
+from tests.conftest import FIXTURES
+
+GOOD = FIXTURES / "cpu" / "sync_item.pt.trace.json.gz"
+
+
+class ToyReader(Reader):
+    """A directory holding `toy.marker` is one run; each line of the marker is one rank's kernel
+    time in µs. Records the options of each read."""
+
+    name = "toy"
+    title = "toy profiler output"
+    seen: list[ReadOptions] = []
+
+    def sniff(self, path: str, head: bytes) -> bool:
+        return False
+
+    def claims_dir(self, path: str, files: list[str]) -> bool:
+        return "toy.marker" in files
+
+    def read(self, path: str, options: ReadOptions) -> list[Trace]:
+        self.seen.append(options)
+        lines = Path(path, "toy.marker").read_text().split()
+        out = []
+        for rank, dur in enumerate(lines):
+            strings, threads = Strings(), Threads()
+            t = threads.id(1, 1)
+            name = strings.id("volta_sgemm_128x64_nn")
+            out.append(
+                build_trace(
+                    path,
+                    "toy",
+                    strings,
+                    threads,
+                    runtime={"name": [strings.id("cudaLaunchKernel")], "thread": [t], "ts": [0.0], "dur": [5.0], "correlation": [1]},
+                    gpu={"kind": [KERNEL], "name": [name], "ts": [10.0], "dur": [float(dur)], "correlation": [1], "stream": [7]},
+                    rank=rank,
+                    world_size=len(lines),
+                )
+            )
+        return out
+
+
+@pytest.fixture
+def toy(monkeypatch: pytest.MonkeyPatch) -> type[ToyReader]:
+    ToyReader.seen = []
+    monkeypatch.setitem(readers.READERS, "toy", ToyReader())
+    return ToyReader
+
+
+def _toy_run(root: Path, durations: str) -> Path:
+    run = root / "run"
+    run.mkdir(parents=True)
+    (run / "toy.marker").write_text(durations)
+    (run / "ignored.json").write_text("{}")  # inside a claimed directory: not scanned as a file
+    return run
+
+
+def test_claimed_directory_is_one_run_of_several_ranks(toy: type[ToyReader], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = _toy_run(tmp_path / "runs", "100 300")
+    (tmp_path / "runs" / "rank0.json.gz").write_bytes(GOOD.read_bytes())
+    files, errors, skipped = discover([str(tmp_path / "runs")])
+    assert files == [str(tmp_path / "runs" / "rank0.json.gz"), str(run)] and not errors and not skipped
+    assert [t.rank for t in read_traces(str(run))] == [0, 1]
+    rc = main(["summary", str(tmp_path / "runs"), "--format", "json", "-j", "1", "--memory-budget", "1G"])
+    doc = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    toy_traces = [t for t in doc["traces"] if t["path"] == str(run)]
+    assert [t["rank"] for t in toy_traces] == [0, 1]
+    assert [t["kernels"]["time_us"] for t in toy_traces] == [100.0, 300.0]
+    assert {t["path"] for t in doc["traces"]} == {str(run), str(tmp_path / "runs" / "rank0.json.gz")}
+    # The options came in the call, not through module state.
+    assert toy.seen and toy.seen[-1].memory_budget == 1 << 30 and toy.seen[-1].workers == 1
+
+
+def test_claimed_directory_named_directly(toy: type[ToyReader], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = _toy_run(tmp_path, "50")
+    rc = main(["summary", str(run), "--format", "json", "-j", "1"])
+    doc = json.loads(capsys.readouterr().out)
+    assert rc == 0 and [t["path"] for t in doc["traces"]] == [str(run)]
+
+
+def test_input_format_names_a_reader(toy: type[ToyReader], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["summary", str(GOOD), "--input-format", "nope", "--format", "json"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "unknown format 'nope'" in err[0] and "toy" in err[0]
+
+
+def _summary(capsys: pytest.CaptureFixture[str], *paths: Path) -> tuple[int, dict[str, Any], list[str]]:
+    rc = main(["summary", *map(str, paths), "--format", "json", "-j", "1"])
+    out, err = capsys.readouterr()
+    return rc, json.loads(out), err.strip().splitlines()
+
+
+@pytest.mark.parametrize("suffix", [".nsys-rep", ".qdrep"])
+def test_nsight_report_gets_the_export_command(suffix: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rep = tmp_path / f"report1{suffix}"
+    rep.write_bytes(b"\x00\x01binary nsight report")
+    rc, doc, err = _summary(capsys, rep)
+    assert rc == 2 and len(err) == 1 and f"nsys export --type sqlite report1{suffix}" in err[0]
+    (tmp_path / "rank0.json.gz").write_bytes(GOOD.read_bytes())
+    files, errors, skipped = discover([str(tmp_path)])
+    assert files == [str(tmp_path / "rank0.json.gz")] and not errors
+    assert skipped == [(str(rep), f"Nsight Systems report: export it with `nsys export --type sqlite report1{suffix}` and check the .sqlite file")]
+
+
+def test_unrecognized_content_names_what_perflint_reads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = tmp_path / "trace.bin"
+    p.write_bytes(b"\x89PNG\r\n\x1a\n not a trace")
+    rc, _, err = _summary(capsys, p)
+    assert rc == 2 and len(err) == 1 and "unrecognized format" in err[0] and "Kineto" in err[0]
