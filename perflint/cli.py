@@ -1,4 +1,4 @@
-"""Command line: `main(argv) -> int` so tests call it directly (DESIGN §7 exit codes)."""
+"""Command line: `main(argv) -> int` so tests call it directly."""
 
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ def _one_malloc_arena() -> bool:
 def entry_point() -> None:
     """The console script. After the output is flushed it leaves with os._exit: tearing down the
     interpreter (freeing every column, string and cached row one by one) costs more than the
-    parse on big traces (DESIGN §9). `main()` itself never does this, so tests and embedders
+    parse on big traces. `main()` itself never does this, so tests and embedders
     keep a normal interpreter (and its C library's default allocator settings)."""
     _one_malloc_arena()
     try:

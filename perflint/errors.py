@@ -1,4 +1,4 @@
-"""Errors that reach the user as one line and exit code 2 (DESIGN §7)."""
+"""Errors that reach the user as one line and exit code 2."""
 
 from __future__ import annotations
 

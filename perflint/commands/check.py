@@ -1,4 +1,4 @@
-"""`perflint check`: run the rules over traces and gate CI on the findings (DESIGN §7)."""
+"""`perflint check`: run the rules over traces and gate CI on the findings."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A compact per-trace snapshot of per-step samples, for baselines and diffs (DESIGN §8).
+"""A compact per-trace snapshot of per-step samples, for baselines and diffs.
 
 Per analysis step: step time, GPU busy %, kernel time per category, kernels and launches,
 memcpy bytes, and time/count per kernel group (top-level op x op x shapes x kernel). Groups

@@ -1,4 +1,4 @@
-"""`baseline`: regression rows, this trace against its baseline snapshot (DESIGN §8).
+"""`baseline`: regression rows, this trace against its baseline snapshot.
 
 The baseline for a trace is put in `trace.cache["baseline"]` by the check command (matched by
 rank); rules of this scope are skipped, with the reason, when there is none or when either

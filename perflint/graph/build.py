@@ -1,4 +1,4 @@
-"""Link a freshly read trace into the kernel/operator graph (DESIGN §4).
+"""Link a freshly read trace into the kernel/operator graph.
 
 - CPU ops form a tree per thread by time containment;
 - each runtime call hangs off its innermost enclosing op;

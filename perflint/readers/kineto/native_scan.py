@@ -1,7 +1,7 @@
 """Columns of a slice from the optional C scanner (`_kscan.c`), when it is built.
 
 The scanner reads a slice's events straight into columns: no Python object per event, which is
-where the msgspec path spends most of its time (DESIGN §9). It takes only what it is sure of and
+where the msgspec path spends most of its time. It takes only what it is sure of and
 stops at any other event (see the C file); so does `scan` here at what the columns below do not
 cover (profiler ranges, the profiler's own span, a GPU event with a value the strict builder
 converts by its own rules). msgspec reads that event (or, after invalid JSON, the rest of the

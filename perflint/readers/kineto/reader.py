@@ -1,7 +1,7 @@
 """Reader for PyTorch profiler / Kineto Chrome-trace JSON (every vintage in the corpus).
 
 One pass over the decoded events into per-class column lists, then numpy arrays.
-Category names changed across Kineto versions (DESIGN §3); all spellings map here.
+Category names changed across Kineto versions; all spellings map here.
 """
 
 from __future__ import annotations
@@ -1455,7 +1455,7 @@ def _read(
 ) -> Trace:
     stream = data if isinstance(data, GzipStream) else None
     size = plan.slice_bytes
-    # The cyclic GC would rescan millions of freshly allocated objects (DESIGN §9).
+    # The cyclic GC would rescan millions of freshly allocated objects.
     was_enabled = gc.isenabled()
     gc.disable()
     try:

@@ -2,7 +2,7 @@
 
 The structs hold no references the cyclic GC must trace (`gc=False`: they are never
 tracked, so millions of them cost the collector nothing). Decoding straight into these structs (unknown keys skipped in C) is several times
-faster and smaller than building dicts; see DESIGN §9. Field names are the Kineto
+faster and smaller than building dicts. Field names are the Kineto
 arg names across versions (old traces say "external id", new "External id").
 """
 
