@@ -26,6 +26,10 @@ OP_ANNOTATION = 1
 
 NONE = -1  # missing integer value / missing link
 
+# Annotation ops named with this prefix span the time a step waited for its input data, as a
+# profiler that measures it directly records it (MindSpore's iteration interval).
+DATA_WAIT_PREFIX = "DataWait#"
+
 
 @dataclass(frozen=True)
 class Device:

@@ -20,7 +20,7 @@ from perflint.facts import Context, Row, capability, enricher
 from perflint.facts._common import ops_named
 from perflint.facts._spans import EMPTY, Spans, length, overlap, spans, step_windows, union
 from perflint.metrics.stats import np_median
-from perflint.model import GPU_SYNC, Trace
+from perflint.model import DATA_WAIT_PREFIX, GPU_SYNC, Trace
 
 FIELDS = {
     "dataloader_pct": "median over analysis steps of exposed data-loader time (TB plugin DataLoader role) / step time, %",
@@ -28,13 +28,18 @@ FIELDS = {
     "dataloader_wall_pct": "median share of the step spent inside DataLoader __next__, overlapped or not, %",
     "dataloader_wall_us": "median time per analysis step inside DataLoader __next__ (us)",
     "dataloader_calls": "DataLoader __next__ calls that start in the analysis steps",
+    "data_queue_min_usage_pct": "lowest output-queue usage of the input pipeline's ops, % (MindSpore minddata; null when not recorded)",
+    "dataloader_what": "what the data wait is: 'DataLoader __next__', or the wait a profiler recorded itself",
 }
 
 
 def is_dataloader_name(name: str) -> bool:
-    """The TensorBoard plugin's test for a DataLoader op (event_parser / overall_parser)."""
-    return (name.startswith("enumerate(DataLoader)#") and name.endswith(".__next__")) or name.startswith(
-        "enumerate(DataPipe)#"
+    """The TensorBoard plugin's test for a DataLoader op (event_parser / overall_parser), and the
+    data waits a reader recorded directly (`DataWait#...`: MindSpore's iteration interval)."""
+    return (
+        (name.startswith("enumerate(DataLoader)#") and name.endswith(".__next__"))
+        or name.startswith("enumerate(DataPipe)#")
+        or name.startswith(DATA_WAIT_PREFIX)
     )
 
 
@@ -62,6 +67,8 @@ def _busy(t: Trace) -> Spans:
 def dataloader_numbers(ctx: Context) -> dict[str, Any]:
     t = ctx.trace
     empty: dict[str, Any] = {k: None for k in FIELDS}
+    usage = [q["queue_usage_pct"] for q in t.meta.get("data_queues") or () if q.get("queue_usage_pct") is not None]
+    empty["data_queue_min_usage_pct"] = min(usage) if usage else None
     idx = dataloader_ops(t)
     steps = ctx.steps
     if len(idx) == 0 or not steps:
@@ -80,7 +87,10 @@ def dataloader_numbers(ctx: Context) -> dict[str, Any]:
         wall_pct.append(100.0 * w / (hi - lo) if hi > lo else 0.0)
         exposed_pct.append(100.0 * e / (hi - lo) if hi > lo else 0.0)
         calls += int(((ts >= lo) & (ts < hi)).sum())
+    waits = {t.s(int(n))[len(DATA_WAIT_PREFIX):] for n in np.unique(t.ops.name[idx]) if t.s(int(n)).startswith(DATA_WAIT_PREFIX)}
     return {
+        "data_queue_min_usage_pct": empty["data_queue_min_usage_pct"],
+        "dataloader_what": f"the {', '.join(sorted(waits))} (waiting for input data)" if waits else "DataLoader __next__",
         "dataloader_pct": float(np_median(exposed_pct)),
         "dataloader_us": float(np_median(exposed)),
         "dataloader_wall_pct": float(np_median(wall_pct)),

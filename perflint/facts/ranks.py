@@ -67,7 +67,9 @@ def ranks(rank_rows: list[Row]) -> list[Row]:
     for r in rank_rows:
         if r.get("rank") is None:
             continue
-        key = (r.get("world_size"), os.path.dirname(os.path.abspath(str(r.get("path", "")))))
+        path = os.path.abspath(str(r.get("path", "")))
+        # A profiler output directory read whole is one run: its ranks are the set.
+        key = (r.get("world_size"), path if os.path.isdir(path) else os.path.dirname(path))
         sets.setdefault(key, []).append(r)
     out: list[Row] = []
     for members in sets.values():

@@ -1,0 +1,92 @@
+"""One device's Trace from its MindSpore files."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from perflint.errors import InputError
+from perflint.model import DATA_WAIT_PREFIX, KERNEL, Trace
+from perflint.readers.mindspore.ascend import read_ascend
+from perflint.readers.mindspore.columns import Columns
+from perflint.readers.mindspore.extras import read_hccl, read_minddata
+from perflint.readers.mindspore.files import DeviceFiles
+from perflint.readers.mindspore.gpu import read_gpu
+from perflint.readers.mindspore.msprof import read_msprof
+from perflint.readers.mindspore.steps import StepTrace, read_step_trace
+from perflint.readers.tables import build_trace
+
+FORMAT = "mindspore"
+STEP_THREAD = ("MindSpore", "step trace")
+# The data wait of a step: MindSpore's iteration interval (previous step's end -> this step's FP start).
+DATA_WAIT = DATA_WAIT_PREFIX + "MindSpore iteration interval"
+_EDGE = 0.05  # a step may start this share of its length before the first recorded op
+
+
+def _covered(steps: StepTrace, lo: float, hi: float) -> list[int]:
+    """Indices of the steps that start inside the op timeline (the step trace may run longer than
+    the timeline; a step cut by its end is the last one, which the analysis leaves out as an edge)."""
+    keep = []
+    for i, (a, b) in enumerate(zip(steps.start, steps.end)):
+        if b > a and lo - _EDGE * (b - a) <= a < hi:
+            keep.append(i)
+    return keep
+
+
+def device_trace(path: str, d: DeviceFiles, use: str, rank: int | None, world: int | None) -> Trace:
+    """`use`: 'gpu', 'ascend' (MindSpore's own files) or 'msprof' (the CANN timelines)."""
+    cols = Columns()
+    steps = StepTrace()
+    warnings: list[str] = []
+    meta: dict[str, Any] = {"device_kind": "gpu" if use == "gpu" else "ascend"}
+    if use == "gpu":
+        source = read_gpu(d.files, d.device, cols)
+    elif use == "ascend":
+        source = read_ascend(d.files, d.device, cols)
+    else:
+        read_msprof(d.msprof, d.device, cols, steps)
+        source = d.msprof[0]
+    meta["timeline"] = os.path.basename(source)
+    if use != "msprof":
+        if "step_trace" in d.files:
+            steps = read_step_trace(d.files["step_trace"])
+        else:
+            warnings.append(f"no step_trace_raw_{d.device}_detail_time.csv: no steps, step-based rules are skipped")
+    kern = [i for i, k in enumerate(cols.gpu["kind"]) if k == KERNEL]
+    if not kern:
+        raise InputError(source, f"{os.path.basename(source)} holds no op or kernel events")
+    lo = min(cols.gpu["ts"][i] for i in kern)
+    hi = max(cols.gpu["ts"][i] + cols.gpu["dur"][i] for i in kern)
+    keep = _covered(steps, lo, hi)
+    if len(keep) < len(steps.number):
+        warnings.append(
+            f"the step trace has {len(steps.number)} steps, the op timeline covers {len(keep)} of them: only those are analysed"
+        )
+    phases: dict[str, list[float]] = {"iteration_interval_us": [], "fp_bp_us": [], "tail_us": []}
+    for i in keep:
+        a, b = steps.start[i], steps.end[i]
+        cols.op(f"ProfilerStep#{steps.number[i]}", STEP_THREAD, a, b - a, annotation=True)
+        wait = steps.interval_us(i)
+        if wait > 0:
+            cols.op(DATA_WAIT, STEP_THREAD, a, wait, annotation=True)
+        phases["iteration_interval_us"].append(wait)
+        phases["fp_bp_us"].append(steps.bp[i] - steps.fp[i])
+        phases["tail_us"].append(b - steps.bp[i])
+    meta["step_phases"] = phases
+    for name, stream, kind, a, b in steps.comm:
+        if lo <= a <= hi:
+            cols.kernel(name, d.device, stream, a, b - a, collective=kind)
+    if "minddata" in d.files:
+        meta["data_queues"] = read_minddata(d.files["minddata"])
+    if "hccl" in d.files:
+        meta["hccl"] = read_hccl(d.files["hccl"])
+    if d.cluster is not None and rank is not None:
+        mode, stages, ranks = d.cluster
+        meta["parallel_mode"] = mode
+        if mode == "pipeline-parallel" and stages > 0 and ranks >= stages:
+            meta["pipeline_stage"] = rank // (ranks // stages)
+            meta["pipeline_stages"] = stages
+    return build_trace(
+        path, FORMAT, cols.strings, cols.threads, ops=cols.ops, gpu=cols.gpu,
+        rank=rank, world_size=world, meta=meta, warnings=warnings,
+    )  # fmt: skip

@@ -1,0 +1,50 @@
+"""Columns of one device's trace, collected row by row from MindSpore's files (which are small:
+per-op tables and timelines of a few thousand rows)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from perflint.model import KERNEL, OP_ANNOTATION, OP_CPU
+from perflint.readers.tables import Strings, Threads
+
+_OP_SUFFIX = re.compile(r"-op\d+(?:_\d+)?$")
+
+
+def op_type(full_name: str) -> str:
+    """`Default/network/Conv2D-op12` -> `Conv2D` (MindSpore's op type, as its op views group)."""
+    return _OP_SUFFIX.sub("", full_name.rsplit("/", 1)[-1]) or full_name
+
+
+@dataclass
+class Columns:
+    strings: Strings = field(default_factory=Strings)
+    threads: Threads = field(default_factory=Threads)
+    ops: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in ("kind", "name", "thread", "ts", "dur", "dims", "types")})
+    gpu: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in ("kind", "name", "device", "stream", "ts", "dur", "grid", "block", "collective")})
+
+    def op(self, name: str, thread: tuple[str, str], ts: float, dur: float, dims: str | None = None,
+           types: str | None = None, annotation: bool = False) -> None:  # fmt: skip
+        o = self.ops
+        o["kind"].append(OP_ANNOTATION if annotation else OP_CPU)
+        o["name"].append(self.strings.id(name))
+        o["thread"].append(self.threads.id(*thread))
+        o["ts"].append(ts)
+        o["dur"].append(dur)
+        o["dims"].append(self.strings.id(dims))
+        o["types"].append(self.strings.id(types))
+
+    def kernel(self, name: str, device: int, stream: int, ts: float, dur: float, grid: tuple[int, int, int] = (0, 0, 0),
+               block: tuple[int, int, int] = (0, 0, 0), collective: str | None = None, kind: int = KERNEL) -> None:  # fmt: skip
+        g = self.gpu
+        g["kind"].append(kind)
+        g["name"].append(self.strings.id(name))
+        g["device"].append(device)
+        g["stream"].append(stream)
+        g["ts"].append(ts)
+        g["dur"].append(dur)
+        g["grid"].append(grid)
+        g["block"].append(block)
+        g["collective"].append(self.strings.id(collective))
