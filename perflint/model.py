@@ -161,6 +161,23 @@ class CounterRange:
     launch: int = -1  # runtime index of the cudaLaunchKernel it belongs to (graph step)
 
 
+# What a trace lacks, and how to record it, in its profiler's words (`Trace.recording` overrides
+# these per format): `X` names the data, `X_hint` is the short how, `X_fix` the full advice.
+DEFAULT_RECORDING: dict[str, str] = {
+    "steps": "step markers",
+    "steps_hint": "the profile does not mark iterations",
+    "steps_fix": "Record the profile with one step marker per training/inference iteration.",
+    "shapes": "operator input shapes",
+    "shapes_hint": "the profiler did not record them",
+    "shapes_fix": "Record the profile with operator input shapes.",
+    "device": "device properties",
+    "device_hint": "the profiler did not record them",
+    "device_fix": "Record the profile with the device's properties (SM count, compute capability, memory).",
+    "memory": "memory allocation events",
+    "memory_hint": "the profiler did not record them",
+}
+
+
 @dataclass
 class Trace:
     path: str
@@ -179,10 +196,16 @@ class Trace:
     meta: dict[str, Any] = field(default_factory=dict)
     steps: list[Step] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # How this trace's profiler records what a rule may find missing (keys of DEFAULT_RECORDING).
+    recording: dict[str, str] = field(default_factory=dict)
     # Lazily decoded JSON blobs (Input Dims etc.), keyed by string id.
     _decoded: dict[int, Any] = field(default_factory=dict, repr=False)
     # Derived per-trace data computed once by metrics (kernel classes, step assignment...).
     cache: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def recorded(self, key: str) -> str:
+        """The words for `key` of DEFAULT_RECORDING in this trace's profiler's terms."""
+        return self.recording.get(key) or DEFAULT_RECORDING[key]
 
     def s(self, sid: int) -> str:
         return self.strings[sid] if sid >= 0 else ""

@@ -15,19 +15,19 @@ def _gpu_kernels(t: Trace) -> str | None:
 
 @capability("steps")
 def _steps(t: Trace) -> str | None:
-    return None if t.steps else "the trace has no ProfilerStep#N markers (call prof.step() each iteration)"
+    return None if t.steps else f"the trace has no {t.recorded('steps')} ({t.recorded('steps_hint')})"
 
 
 @capability("input_dims")
 def _input_dims(t: Trace) -> str | None:
-    return None if (t.ops.dims != NONE).any() else "the trace has no 'Input Dims' (profile with record_shapes=True)"
+    return None if (t.ops.dims != NONE).any() else f"the trace has no {t.recorded('shapes')} ({t.recorded('shapes_hint')})"
 
 
 @capability("device_properties")
 def _device_props(t: Trace) -> str | None:
     d = t.primary_device
     if d is None or not t.devices:
-        return "the trace has no deviceProperties"
+        return f"the trace has no {t.recorded('device')}"
     return None
 
 
@@ -63,7 +63,7 @@ def _cpu_ops(t: Trace) -> str | None:
 
 @capability("memory_events")
 def _memory(t: Trace) -> str | None:
-    return None if len(t.memory) else "the trace has no [memory] events (profile with profile_memory=True)"
+    return None if len(t.memory) else f"the trace has no {t.recorded('memory')} ({t.recorded('memory_hint')})"
 
 
 @capability("memcpy")

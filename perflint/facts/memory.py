@@ -47,7 +47,7 @@ def _gpu_memory(t: Trace) -> str | None:
         return None
     if len(t.memory):
         return "the trace's [memory] events are all host (CPU) memory"
-    return "the trace has no [memory] events (profile with profile_memory=True)"
+    return f"the trace has no {t.recorded('memory')} ({t.recorded('memory_hint')})"
 
 
 def memory_rows(t: Trace) -> list[Row]:

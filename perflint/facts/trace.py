@@ -28,6 +28,12 @@ FIELDS = {
     "has_device_properties": "the trace has deviceProperties",
     "has_input_dims": "some op recorded Input Dims",
     "has_gpu_kernels": "the trace has kernel events",
+    "steps_what": "what the trace's profiler calls its step markers",
+    "steps_fix": "how to record step markers with the trace's profiler",
+    "shapes_what": "what the trace's profiler calls operator input shapes",
+    "shapes_fix": "how to record input shapes with the trace's profiler",
+    "device_what": "what the trace's profiler calls the device's properties",
+    "device_fix": "how to record the device's properties with the trace's profiler",
 }
 
 
@@ -57,5 +63,11 @@ def trace_row(ctx: Context) -> list[Row]:
             "has_device_properties": bool(t.devices),
             "has_input_dims": bool((t.ops.dims >= 0).any()),
             "has_gpu_kernels": bool((g.kind == KERNEL).any()),
+            "steps_what": t.recorded("steps"),
+            "steps_fix": t.recorded("steps_fix"),
+            "shapes_what": t.recorded("shapes"),
+            "shapes_fix": t.recorded("shapes_fix"),
+            "device_what": t.recorded("device"),
+            "device_fix": t.recorded("device_fix"),
         }
     ]

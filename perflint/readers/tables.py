@@ -129,6 +129,7 @@ def build_trace(
     world_size: int | None = None,
     meta: dict[str, Any] | None = None,
     warnings: list[str] | None = None,
+    recording: dict[str, str] | None = None,
 ) -> Trace:
     """A `Trace` from the columns a reader has; every other column holds its "unknown" value.
     Raises `InputError` when a column cannot hold its values (text where numbers belong)."""
@@ -147,6 +148,7 @@ def build_trace(
         world_size=world_size,
         meta=dict(meta or {}),
         warnings=list(warnings or []),
+        recording=dict(recording or {}),
     )
 
 

@@ -56,6 +56,7 @@ from perflint.readers.kineto.codes import (  # noqa: F401 (re-exported: the read
     int_or as _int_or,
     stream_of as _stream_of,
 )
+from perflint.readers.kineto.recording import RECORDING
 from perflint.readers.kineto.ranges import INT32_MAX, INT64_MAX, check_columns, check_times, finite_time, meta_int, span_of
 from perflint.readers.kineto.schema import DECODER, DEFAULT_ARGS, STRICT_DECODER, Args, Event, StrictSlice, TraceFile
 from perflint.readers.kineto.native_scan import NativeSlice, Parts, add_native
@@ -499,6 +500,7 @@ def finish_trace(
     """What every read path does once the tables exist: validate times, apply metadata, attach
     CUPTI counter ranges (`counter_data()` gives the raw bytes, only needed then), find the rank,
     and refuse a trace with nothing perflint understands."""
+    trace.recording = dict(RECORDING)
     _validate_times(trace)
     check_times(trace)
     _drop_untimed(trace)

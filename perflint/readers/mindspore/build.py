@@ -88,5 +88,21 @@ def device_trace(path: str, d: DeviceFiles, use: str, rank: int | None, world: i
             meta["pipeline_stages"] = stages
     return build_trace(
         path, FORMAT, cols.strings, cols.threads, ops=cols.ops, gpu=cols.gpu,
-        rank=rank, world_size=world, meta=meta, warnings=warnings,
+        rank=rank, world_size=world, meta=meta, warnings=warnings, recording=RECORDING,
     )  # fmt: skip
+
+
+# What a MindSpore profiler directory may lack, in MindSpore's terms (Trace.recording).
+RECORDING = {
+    "steps": "step trace (step_trace_raw_<device>_detail_time.csv)",
+    "steps_hint": "profile a training run with MindSpore's Profiler so that it writes the step trace",
+    "steps_fix": "Profile the training loop with mindspore.Profiler (its step trace is on for training): the output directory then holds step_trace_raw_<device>_detail_time.csv, one row per iteration.",
+    "shapes": "operator input shapes",
+    "shapes_hint": "neither the timeline's op args nor framework_raw give them",
+    "shapes_fix": "Keep the profiler's framework_raw_<device>.csv (Ascend) or the timeline's op arguments beside the timeline: they hold the input shapes.",
+    "device": "device properties (MindSpore's profiler output does not record them)",
+    "device_hint": "MindSpore's profiler output does not record them",
+    "device_fix": "MindSpore's profiler output does not record the device's properties: device-dependent rules cannot run on it; read occupancy in MindInsight or Nsight Compute instead.",
+    "memory": "memory allocation events",
+    "memory_hint": "MindSpore's memory profiling output is not read",
+}
