@@ -3,7 +3,8 @@ findings. One parametrized test runs them all.
 
 fixtures/rules/<CODE>/
   make.py        defines bad() and good(), each returning a tests.builder.TraceBuilder
-                 (or bad.json[.gz] / good.json[.gz] files instead); regression rules also define
+                 (or bad.json[.gz] / good.json[.gz] files, or bad/ and good/ profiler output
+                 directories of any format, instead); regression rules also define
                  baseline(), passed as --baseline
   expected.yaml  bad: [ {finding fields to match: code, severity, op, kernel, input_dims, source,
                          kernel_contains, message_contains, evidence: {...}} , ... ]
@@ -32,7 +33,7 @@ def _has(case_dir: Path, kind: str) -> bool:
     make = case_dir / "make.py"
     if make.exists() and f"def {kind}(" in make.read_text():
         return True
-    return any((case_dir / f"{kind}{ext}").exists() for ext in (".json", ".json.gz"))
+    return (case_dir / kind).is_dir() or any((case_dir / f"{kind}{ext}").exists() for ext in (".json", ".json.gz"))
 
 
 def _trace(case_dir: Path, kind: str, tmp_path: Path) -> str:
@@ -51,6 +52,8 @@ def _trace(case_dir: Path, kind: str, tmp_path: Path) -> str:
                     b.write(d / f"rank{i}.pt.trace.json")
                 return str(d)
             return str(built.write(tmp_path / f"{kind}.json"))
+    if (case_dir / kind).is_dir():  # a profiler output directory (any format perflint reads)
+        return str(case_dir / kind)
     for name in (f"{kind}.json", f"{kind}.json.gz", f"{kind}.pt.trace.json.gz"):
         if (case_dir / name).exists():
             return str(case_dir / name)

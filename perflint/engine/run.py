@@ -12,7 +12,7 @@ from perflint.engine.expr import Fn, compile_expr
 from perflint.engine.message import render
 from perflint.engine.rule_core import SEVERITIES, RuleCore
 from perflint.errors import InputError
-from perflint.facts import RUN_SOURCES, SOURCES, Context, Row, load_all, missing, rows
+from perflint.facts import RUN_EMPTY, RUN_SOURCES, SOURCES, Context, Row, load_all, missing, rows
 from perflint.findings import Finding, RuleStatus, TraceResult
 from perflint.metrics.summary import summarize
 from perflint.model import Trace
@@ -304,7 +304,7 @@ def check_run(traces: list[TraceResult], active: list[ActiveRule]) -> tuple[list
         fn, key, _fields = RUN_SOURCES[ar.rule.scope]
         facts = fn(rank_rows)
         if not facts:
-            statuses.append(status_of(ar, [], "needs at least two ranks (traces) in one run"))
+            statuses.append(status_of(ar, [], RUN_EMPTY.get(ar.rule.scope, "needs at least two ranks (traces) in one run")))
             continue
         found = evaluate(ar, facts, key, "(all ranks)", None, identity.RUN_ROLE, roles)
         statuses.append(status_of(ar, found, None))

@@ -52,6 +52,8 @@ EXTRA_FIELDS: dict[str, dict[str, str]] = {}
 # Run-level sources see every trace's `rank_row` (the `trace` row): multi-rank rules such as
 # stragglers. name -> (fn(list of rank rows) -> rows, key, fields)
 RUN_SOURCES: dict[str, tuple[Callable[[list[Row]], list[Row]], tuple[str, ...], dict[str, str]]] = {}
+# Why a run-level source gave no rows (its rules are then skipped with this reason).
+RUN_EMPTY: dict[str, str] = {}
 
 
 def fact(name: str, key: tuple[str, ...], fields: dict[str, str]) -> Callable[[Callable[[Context], list[Row]]], Callable[[Context], list[Row]]]:
@@ -80,10 +82,11 @@ def enricher(scope: str, fields: dict[str, str]) -> Callable[[Callable[[Context,
 
 
 def run_source(
-    name: str, key: tuple[str, ...], fields: dict[str, str]
+    name: str, key: tuple[str, ...], fields: dict[str, str], empty: str = "needs at least two ranks (traces) in one run"
 ) -> Callable[[Callable[[list[Row]], list[Row]]], Callable[[list[Row]], list[Row]]]:
     def deco(fn: Callable[[list[Row]], list[Row]]) -> Callable[[list[Row]], list[Row]]:
         RUN_SOURCES[name] = (fn, key, fields)
+        RUN_EMPTY[name] = empty
         return fn
 
     return deco

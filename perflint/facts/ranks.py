@@ -7,8 +7,9 @@ straggler shows as more compute (non-communication) kernel time per step. Each r
 with the median of the OTHER ranks of its set (leave-one-out: with two ranks, with the other
 one), on both measures; `excess_pct` is the larger excess.
 
-A set is the traces that share a world size and a directory (one run's rank files); traces
-without a rank are never compared, so unrelated traces checked together stay apart.
+A set is the traces that share a world size and a directory (one run's rank files) and, where the
+traces record it, a pipeline stage; traces without a rank are never compared, so unrelated traces
+checked together stay apart.
 """
 
 from __future__ import annotations
@@ -60,19 +61,36 @@ def _num(x: Any) -> float | None:
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
 
 
-@run_source("ranks", key=("path", "rank"), fields=FIELDS)
-def ranks(rank_rows: list[Row]) -> list[Row]:
-    """One row per rank of every set with at least two ranks (empty: nothing to compare)."""
+def rank_sets(rank_rows: list[Row]) -> list[list[Row]]:
+    """The rank rows grouped into runs: same world size and directory (a profiler output
+    directory read whole is one run); rows without a rank stay out."""
     sets: dict[tuple[Any, str], list[Row]] = {}
     for r in rank_rows:
         if r.get("rank") is None:
             continue
         path = os.path.abspath(str(r.get("path", "")))
-        # A profiler output directory read whole is one run: its ranks are the set.
         key = (r.get("world_size"), path if os.path.isdir(path) else os.path.dirname(path))
         sets.setdefault(key, []).append(r)
+    return list(sets.values())
+
+
+def _same_work(sets: list[list[Row]]) -> list[list[Row]]:
+    """Each set split by pipeline stage where the traces record it: ranks of different stages run
+    different layers, so only ranks of one stage are peers (the stages' balance is `stages`)."""
+    out: list[list[Row]] = []
+    for members in sets:
+        by_stage: dict[Any, list[Row]] = {}
+        for m in members:
+            by_stage.setdefault(m.get("pipeline_stage"), []).append(m)
+        out.extend(by_stage.values())
+    return out
+
+
+@run_source("ranks", key=("path", "rank"), fields=FIELDS)
+def ranks(rank_rows: list[Row]) -> list[Row]:
+    """One row per rank of every set with at least two ranks (empty: nothing to compare)."""
     out: list[Row] = []
-    for members in sets.values():
+    for members in _same_work(rank_sets(rank_rows)):
         if len({m["rank"] for m in members}) < 2:
             continue
         for i, r in enumerate(members):

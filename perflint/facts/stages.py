@@ -1,0 +1,90 @@
+"""`stages`: run-level rows, one per pipeline stage of a pipeline-parallel run.
+
+In pipeline parallelism every micro-batch passes through every stage, so the slowest stage sets
+the pace and the others wait for it (the pipeline's bubbles grow). A stage's load is the compute
+(non-communication) kernel time per step of its ranks (their mean); the stages are compared with
+the fastest one. Which stage a rank runs comes from the trace (`Trace.meta["pipeline_stage"]`,
+set by readers whose format records it, e.g. MindSpore's cluster analysis file name).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from perflint.facts import Context, Row, enricher, run_source
+from perflint.facts.ranks import rank_sets
+
+FIELDS = {
+    "stage": "pipeline stage (0 = first)",
+    "stages": "pipeline stages of the run",
+    "ranks": "ranks running this stage",
+    "path": "the run (the directory or the first rank's trace)",
+    "steps": "fewest analysis steps among the stage's ranks",
+    "compute_us": "compute (non-communication) kernel time per step of the stage: mean over its ranks",
+    "fastest_stage": "the stage with the least compute per step",
+    "fastest_compute_us": "compute per step of the fastest stage",
+    "mean_compute_us": "mean compute per step over the stages",
+    "imbalance_pct": "compute_us over fastest_compute_us, %",
+    "slowest": "this stage has the most compute per step (it sets the pipeline's pace)",
+    "excess_us": "compute per step over the stages' mean: what balancing the stages could win per step",
+}
+
+
+@enricher(
+    "trace",
+    fields={
+        "pipeline_stage": "pipeline stage of the rank, when the trace records it",
+        "pipeline_stages": "pipeline stages of the run, when the trace records them",
+    },
+)
+def _stage(ctx: Context, row: Row) -> Row:
+    meta = ctx.trace.meta
+    return {"pipeline_stage": meta.get("pipeline_stage"), "pipeline_stages": meta.get("pipeline_stages")}
+
+
+def _num(x: Any) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+
+@run_source(
+    "stages",
+    key=("path", "stage"),
+    fields=FIELDS,
+    empty="needs a pipeline-parallel run whose traces record each rank's stage (at least two stages)",
+)
+def stages(rank_rows: list[Row]) -> list[Row]:
+    """One row per stage of every run with at least two stages whose ranks all know their stage."""
+    out: list[Row] = []
+    for members in rank_sets(rank_rows):
+        if any(m.get("pipeline_stage") is None or _num(m.get("compute_us")) is None for m in members):
+            continue
+        by_stage: dict[int, list[Row]] = {}
+        for m in members:
+            by_stage.setdefault(int(m["pipeline_stage"]), []).append(m)
+        if len(by_stage) < 2:
+            continue
+        load = {s: sum(float(m["compute_us"]) for m in ms) / len(ms) for s, ms in by_stage.items()}
+        fastest = min(load, key=lambda s: (load[s], s))
+        slowest = max(load, key=lambda s: (load[s], -s))
+        mean = sum(load.values()) / len(load)
+        run = sorted(str(m.get("path")) for m in members)[0]
+        for s in sorted(by_stage):
+            ms = by_stage[s]
+            fast = load[fastest]
+            out.append(
+                {
+                    "stage": s,
+                    "stages": len(by_stage),
+                    "ranks": len(ms),
+                    "path": run,
+                    "steps": min(int(m.get("steps") or 0) for m in ms),
+                    "compute_us": load[s],
+                    "fastest_stage": fastest,
+                    "fastest_compute_us": fast,
+                    "mean_compute_us": mean,
+                    "imbalance_pct": 100.0 * (load[s] / fast - 1.0) if fast > 0 else None,
+                    "slowest": s == slowest,
+                    "excess_us": load[s] - mean,
+                }
+            )
+    return out
