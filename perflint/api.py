@@ -151,7 +151,7 @@ def run_check(paths: list[str], opts: CheckOptions, cfg: Config, prepared: Prepa
     )
     by_code = {ar.code: ar.rule for ar in active}
     result.notices.extend(apply_suppressions(result.all_findings(), by_code, cfg))
-    if accepted is not None:
+    if accepted is not None and opts.accepted:
         apply_accepted(result, accepted, opts.accepted)
     return result, outcomes
 
