@@ -35,6 +35,9 @@ def test_wheel_installs_and_runs(tmp_path: Path) -> None:
     shipped = {Path(n).name for n in names if n.startswith("perflint/builtin_rules/") and n.endswith(".yaml")}
     assert shipped == {p.name for p in (ROOT / "rules").glob("*.yaml")}
     assert "perflint/report/schema/report.schema.json" in names
+    assert "perflint/py.typed" in names  # the API's types reach type checkers
+    entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+    assert "perflint = perflint.pytest_plugin" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
     venv = tmp_path / "venv"
     assert _run([sys.executable, "-m", "venv", "--without-pip", str(venv)]).returncode == 0

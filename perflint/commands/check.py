@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import functools
 import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from perflint.api import CheckOptions, prepare, run_check
+from perflint.api import _check_one  # noqa: F401 (the per-trace work, where tests find it)
 from perflint.commands.common import add_input_options, budget_of, exclude_of, executor_of, jobs_of, report_errors
 from perflint.errors import UsageError
 from perflint.pipeline import Prepared
@@ -15,11 +16,9 @@ from perflint.report import REPORTERS, ReportOptions
 
 if TYPE_CHECKING:
     from perflint.config import Config
-    from perflint.engine.run import ActiveRule
     from perflint.findings import RunResult
-    from perflint.model import Trace
 
-# The rules and analysis modules are imported by `execute`, after the trace's read has begun: a
+# The rules and analysis modules are imported by `run_check`, after the trace's read has begun: a
 # big trace decodes in worker processes meanwhile (pipeline.Prepared).
 
 
@@ -63,69 +62,31 @@ def add_gate_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--accepted", default=None, metavar="FILE", help="accepted findings (perflint accept): fail only on new ones")
 
 
-def _check_one(
-    trace: Trace,
-    active: list[ActiveRule],
-    include_edge_steps: bool,
-    baseline: Any = None,
-    allow_mismatch: bool = False,
-    roots: tuple[str, ...] = (),
-) -> Any:
-    from perflint.engine.run import check_trace
-    from perflint.identity import trace_role
-
-    return check_trace(trace, active, include_edge_steps, baseline, allow_mismatch, trace_role(trace.path, roots))
+def options_of(args: argparse.Namespace, cfg: Config) -> CheckOptions:
+    """The check run's options from the command line (the config's excludes added)."""
+    return CheckOptions(
+        select=args.select,
+        ignore=args.ignore,
+        extend_select=args.extend_select,
+        rule_dirs=list(args.rule_dir),
+        fail_on=args.fail_on,
+        baseline=args.baseline,
+        accepted=args.accepted,
+        allow_device_mismatch=args.allow_device_mismatch,
+        include_edge_steps=args.include_edge_steps,
+        input_format=args.input_format,
+        jobs=jobs_of(args),
+        executor=executor_of(args),
+        memory_budget=budget_of(args),
+        exclude=exclude_of(args, cfg),
+    )
 
 
 def execute(args: argparse.Namespace, cfg: Config, prepared: Prepared | None = None) -> RunResult:
-    """The run's result; `prepared`: the traces, their read possibly begun (else found here)."""
-    from perflint.commands.baseline_io import apply_accepted, load_accepted, load_baseline
-    from perflint.config import apply_suppressions, select_rules
-    from perflint.engine.loader import load_rules
-    from perflint.engine.run import check_run
-    from perflint.findings import RunResult, SkippedFile
-
-    rules = load_rules(cfg.rule_dirs + list(args.rule_dir))
-    active = select_rules(rules, cfg, args.select, args.ignore, args.extend_select)
-    include_edges = bool(args.include_edge_steps or cfg.include_edge_steps)
-    # Both files are read before any trace, so a bad one fails fast.
-    accepted = load_accepted(args.accepted) if args.accepted else None
-    exclude = exclude_of(args, cfg)
-    baseline = (
-        load_baseline(args.baseline, include_edges, args.input_format, jobs_of(args), budget_of(args), exclude)
-        if args.baseline
-        else None
-    )
-    fn = functools.partial(
-        _check_one,
-        active=active,
-        include_edge_steps=include_edges,
-        baseline=baseline,
-        allow_mismatch=args.allow_device_mismatch,
-        roots=tuple(args.paths),
-    )
-    if prepared is None:
-        prepared = Prepared(args.paths, args.input_format, jobs_of(args), executor_of(args), budget_of(args), exclude)
-    try:
-        outcomes = prepared.run(fn)
-    finally:
-        prepared.close()
+    """The run's result (perflint.api.run_check); `prepared`: the traces, their read possibly
+    begun (else found here). Traces that failed are reported on stderr."""
+    result, outcomes = run_check(args.paths, options_of(args, cfg), cfg, prepared)
     report_errors(outcomes, args.debug)
-    traces = [o.result for o in outcomes if o.error is None]
-    run_findings, run_statuses = check_run(traces, active)
-    result = RunResult(
-        traces=traces,
-        errors=[o.error for o in outcomes if o.error],
-        run_findings=run_findings,
-        run_statuses=run_statuses,
-        rules=[{**ar.rule.dump(), "severity": ar.severity, "params": ar.params} for ar in active],
-        fail_on=args.fail_on or cfg.fail_on or "error",
-        skipped=[SkippedFile(p, why) for p, why in prepared.skipped],
-    )
-    by_code = {ar.code: ar.rule for ar in active}
-    result.notices.extend(apply_suppressions(result.all_findings(), by_code, cfg))
-    if accepted is not None:
-        apply_accepted(result, accepted, args.accepted)
     return result
 
 
@@ -166,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     # The config names files to exclude, so it comes first; then the read begins: a big trace
     # decodes in worker processes while the rules load.
     cfg = load_config(args.config)
-    prepared = Prepared(args.paths, args.input_format, jobs_of(args), executor_of(args), budget_of(args), exclude_of(args, cfg))
+    prepared = prepare(args.paths, options_of(args, cfg))
     try:
         result = execute(args, cfg, prepared)
     finally:

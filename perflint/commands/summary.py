@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import functools
 import sys
 from typing import Any
 
-
 from perflint import __version__
+from perflint.api import run_summary
 from perflint.commands.common import add_input_options, budget_of, exclude_of, executor_of, jobs_of, report_errors, report_skipped
-from perflint.model import Trace
 from perflint.pipeline import Prepared
 
 SCHEMA_VERSION = 1
@@ -28,27 +26,10 @@ def add_parser(sub: Any, name: str) -> None:
     p.add_argument("--output", "-o", default=None, metavar="FILE", help="write to FILE instead of stdout")
 
 
-def _one(trace: Trace, include_edge_steps: bool, timeline: bool) -> dict[str, Any]:
-    from perflint.metrics.summary import summarize
-
-    out = summarize(trace, include_edge_steps=include_edge_steps)
-    if timeline:
-        from perflint.metrics.tb_gpu import gpu_timeline
-
-        out["timeline"] = gpu_timeline(trace)
-    return out
-
-
 def run(args: argparse.Namespace) -> int:
     # The read begins before the metrics modules are imported (pipeline.Prepared).
     prepared = Prepared(args.paths, args.input_format, jobs_of(args), executor_of(args), budget_of(args), exclude_of(args))
-    try:
-        from perflint.metrics import summary  # noqa: F401 (imported while the workers decode)
-
-        fn = functools.partial(_one, include_edge_steps=args.include_edge_steps, timeline=args.timeline)
-        outcomes = prepared.run(fn)
-    finally:
-        prepared.close()
+    outcomes = run_summary(prepared, args.include_edge_steps, args.timeline)
     failed = report_errors(outcomes, args.debug)
     traces = [o.result for o in outcomes if o.error is None]
     if args.format == "json":

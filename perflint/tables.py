@@ -1,0 +1,152 @@
+"""The kernel and op tables of the Python API (`perflint.kernels`, `perflint.ops`): one row per
+kernel launch, one row per op name. The columns are a small, documented set (docs/api.md): add
+columns, never rename or drop one.
+
+Work per distinct value (kernel name, launch site, op name) and numpy passes per nesting level;
+the rows themselves are built from whole columns.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from perflint.facts import Context
+from perflint.facts._common import kernel_op, kernel_row_dtype, op_infos
+from perflint.facts._optree import op_levels
+from perflint.ids import unique_inverse
+from perflint.metrics.kernel_class import classify_kernel
+from perflint.metrics.kernels import CATEGORIES, classify, trace_vendor
+from perflint.model import GPU_SYNC, KERNEL, NONE, OP_ANNOTATION, Trace
+
+KERNEL_COLUMNS = (
+    "name", "category", "library", "dtype", "tensor_cores", "device", "stream", "ts_us", "dur_us",
+    "grid", "block", "occupancy_pct", "op", "top_level_op",
+)  # fmt: skip
+OP_COLUMNS = ("name", "kind", "calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us")
+
+
+def _dims(rows: list[list[int]]) -> list[list[int] | None]:
+    return [d if any(d) else None for d in rows]
+
+
+def kernel_rows(t: Trace) -> list[dict[str, Any]]:
+    """One row per kernel launch, in time order (KERNEL_COLUMNS)."""
+    g = t.gpu
+    sel = np.flatnonzero(g.kind == KERNEL)
+    sel = sel[np.argsort(g.ts[sel], kind="stable")]
+    if len(sel) == 0:
+        return []
+    vendor = trace_vendor(t)
+    cls = classify(t)
+    iid, infos = op_infos(Context(t), kernel_op(t)[sel])
+    # The name and launch-site columns are resolved once per distinct (kernel name, launch site).
+    width = len(infos) + 1
+    pairs, inverse = unique_inverse(g.name[sel].astype(np.int64) * width + iid)
+    per_pair = []
+    for code in pairs.tolist():
+        sid, ii = divmod(code, width)
+        kname, info = t.s(sid), infos[ii]
+        per_pair.append(
+            (
+                kname,
+                classify_kernel(kname, vendor).library or None,
+                kernel_row_dtype(t, info, kname),
+                info.stack[-1] if info.stack else None,
+                info.stack[0] if info.stack else None,
+            )
+        )
+    occ = g.occupancy[sel]
+    # Kineto writes 0 when its occupancy query failed while blocks ran: unknown, not zero.
+    occ = np.where(np.isnan(occ) | ((occ == 0) & (g.blocks_per_sm[sel] > 0)), np.nan, occ)
+    tc = cls.tensor_core[sel].tolist()
+    cats = cls.category[sel].tolist()
+    cols = zip(
+        inverse.tolist(),
+        cats,
+        tc,
+        g.device[sel].tolist(),
+        g.stream[sel].tolist(),
+        g.ts[sel].tolist(),
+        g.dur[sel].tolist(),
+        _dims(g.grid[sel].tolist()),
+        _dims(g.block[sel].tolist()),
+        [None if o != o else o for o in occ.tolist()],
+    )
+    out = []
+    for pi, cat, tcv, dev, stream, ts, dur, grid, block, occv in cols:
+        name, library, dtype, op, top = per_pair[pi]
+        out.append(
+            {
+                "name": name,
+                "category": CATEGORIES[cat],
+                "library": library,
+                "dtype": dtype,
+                "tensor_cores": None if tcv < 0 else bool(tcv),
+                "device": dev,
+                "stream": stream,
+                "ts_us": ts,
+                "dur_us": dur,
+                "grid": grid,
+                "block": block,
+                "occupancy_pct": occv,
+                "op": op,
+                "top_level_op": top,
+            }
+        )
+    return out
+
+
+def _subtree_sums(t: Trace, own: np.ndarray) -> np.ndarray:
+    """Per op: `own` summed over the op and everything nested under it (one pass per level,
+    deepest first)."""
+    total = own.astype(np.float64).copy()
+    lv = op_levels(Context(t))
+    parent = t.ops.parent
+    for k in range(len(lv) - 1, 0, -1):
+        ops = lv.ops(k)
+        np.add.at(total, parent[ops], total[ops])
+    return total
+
+
+def op_rows(t: Trace) -> list[dict[str, Any]]:
+    """One row per op name (OP_COLUMNS), most device time first, then most host time. An op
+    nested in an op of the same name counts in both totals, as in torch.profiler's tables."""
+    o, g = t.ops, t.gpu
+    n = len(o)
+    if n == 0:
+        return []
+    dur = o.dur.astype(np.float64)
+    nested = np.flatnonzero(o.parent != NONE)
+    children = np.bincount(o.parent[nested], weights=dur[nested], minlength=n) if len(nested) else np.zeros(n)
+    host_self = np.maximum(dur - children, 0.0)
+    work = np.flatnonzero(g.kind != GPU_SYNC)
+    kop = kernel_op(t)[work]
+    linked = kop != NONE
+    dev_self = np.bincount(kop[linked], weights=g.dur[work][linked].astype(np.float64), minlength=n) if linked.any() else np.zeros(n)
+    dev_total = _subtree_sums(t, dev_self)
+    names, inv = unique_inverse(o.name)
+    m = len(names)
+
+    def per_name(x: np.ndarray) -> list[float]:
+        return np.bincount(inv, weights=x, minlength=m).tolist()  # type: ignore[no-any-return]
+
+    calls = np.bincount(inv, minlength=m).tolist()
+    # An op name is a user annotation when every call of it is one.
+    annotation = (np.bincount(inv, weights=(o.kind == OP_ANNOTATION).astype(np.float64), minlength=m) == calls).tolist()
+    cols = zip(names.tolist(), annotation, calls, per_name(host_self), per_name(dur), per_name(dev_self), per_name(dev_total))
+    rows = [
+        {
+            "name": t.s(sid),
+            "kind": "user_annotation" if ann else "cpu_op",
+            "calls": c,
+            "host_self_us": hs,
+            "host_total_us": ht,
+            "device_self_us": ds,
+            "device_total_us": dt,
+        }
+        for sid, ann, c, hs, ht, ds, dt in cols
+    ]
+    rows.sort(key=lambda r: (-r["device_total_us"], -r["host_total_us"], r["name"]))
+    return rows
