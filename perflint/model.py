@@ -77,6 +77,7 @@ class OpTable(Table):
     types: np.ndarray  # int32 string id of the raw JSON "Input type"
     concrete: np.ndarray  # int32 string id of the raw JSON "Concrete Inputs" (scalar args as text)
     stack: np.ndarray  # int32 string id of "Call stack"
+    pycall: np.ndarray  # int32 string id of the Python call the op ran as, "module.function" (pyprof's mod and op), NONE unknown
     # Filled by the graph step:
     parent: np.ndarray  # int32 op index
     depth: np.ndarray  # int16

@@ -63,7 +63,7 @@ _OPS: dict[str, tuple[Any, Any]] = {
     "kind": (np.int8, 0), "name": (np.int32, NONE), "thread": (np.int32, 0), "ts": (np.float64, 0.0),
     "dur": (np.float64, 0.0), "ext_id": (np.int64, NONE), "seq": (np.int64, NONE), "fwd_tid": (np.int64, NONE),
     "dims": (np.int32, NONE), "types": (np.int32, NONE), "concrete": (np.int32, NONE), "stack": (np.int32, NONE),
-    "parent": (np.int32, NONE), "depth": (np.int16, 0), "source": (np.int32, NONE), "fwd_op": (np.int32, NONE),
+    "pycall": (np.int32, NONE), "parent": (np.int32, NONE), "depth": (np.int16, 0), "source": (np.int32, NONE), "fwd_op": (np.int32, NONE),
 }  # fmt: skip
 _RUNTIME: dict[str, tuple[Any, Any]] = {
     "name": (np.int32, NONE), "thread": (np.int32, 0), "ts": (np.float64, 0.0), "dur": (np.float64, 0.0),
