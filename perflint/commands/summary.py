@@ -12,6 +12,7 @@ from perflint import __version__
 from perflint.commands.common import add_input_options, budget_of, exclude_of, executor_of, jobs_of, report_errors, report_skipped
 from perflint.model import Trace
 from perflint.pipeline import Prepared
+from perflint.report.html import add_html_option, with_panels, write_summary
 
 SCHEMA_VERSION = 1
 
@@ -26,12 +27,17 @@ def add_parser(sub: Any, name: str) -> None:
         help="add the TensorBoard plugin's bucketed GPU-utilization / SM-efficiency series",
     )
     p.add_argument("--output", "-o", default=None, metavar="FILE", help="write to FILE instead of stdout")
+    add_html_option(p)
 
 
 def _one(trace: Trace, include_edge_steps: bool, timeline: bool) -> dict[str, Any]:
+    from perflint.metrics.step_breakdown import step_breakdown
     from perflint.metrics.summary import summarize
 
     out = summarize(trace, include_edge_steps=include_edge_steps)
+    out["steps"]["breakdown"], why = step_breakdown(trace)
+    if why:
+        out["warnings"].append(why)
     if timeline:
         from perflint.metrics.tb_gpu import gpu_timeline
 
@@ -46,11 +52,13 @@ def run(args: argparse.Namespace) -> int:
         from perflint.metrics import summary  # noqa: F401 (imported while the workers decode)
 
         fn = functools.partial(_one, include_edge_steps=args.include_edge_steps, timeline=args.timeline)
+        fn = with_panels(fn, args, args.include_edge_steps, summary=True)
         outcomes = prepared.run(fn)
     finally:
         prepared.close()
     failed = report_errors(outcomes, args.debug)
     traces = [o.result for o in outcomes if o.error is None]
+    write_summary(args.html, traces, [o.error for o in outcomes if o.error])
     if args.format == "json":
         doc = {
             "schema_version": SCHEMA_VERSION,
