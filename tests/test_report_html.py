@@ -191,3 +191,24 @@ def test_page_in_a_headless_browser(check_page: tuple[str, dict[str, object]], t
     assert got["asc"] == sorted(got["before"])
     assert got["sort"] == "ascending"
     assert len(set(got["before"])) > 1  # the column had something to sort
+
+
+def test_an_unwritable_html_path_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code = main(["summary", str(GPU / "gemv_fp16.pt.trace.json.gz"), "--html", str(blocker / "r.html")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert len(err) == 1 and "cannot write the HTML report" in err[0] and "Traceback" not in err[0]
+
+
+def test_cpu_only_traces_and_a_broken_one(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "fixtures" / "cpu", run)
+    (run / "broken.json").write_text('{"traceEvents": [')
+    page = tmp_path / "cpu.html"
+    assert main(["check", str(run), "--html", str(page)]) == 2
+    html = page.read_text()
+    assert "perflint: ERROR" in html and "broken.json: invalid JSON" in html
+    assert 'class="chart area"' not in html  # no kernels, no GPU-busy series
+    assert "<h3>Top ops</h3>" in html

@@ -141,14 +141,11 @@ def ops_block(p: dict[str, Any]) -> str:
     return "<h3>Top ops</h3>" + table([("op", False), ("calls", True), ("host total us", True), ("device self us", True)], rows)
 
 
-def sig_text(r: dict[str, Any], alpha: float) -> str:
-    from perflint.report.diff import _sig
-
-    return _sig(r, alpha)
-
-
 def comparison_block(cmp: dict[str, Any] | None, alpha: float = 0.05, top: int = 15) -> str:
-    """Before/after per-step distributions with the significance test's result, then the rows."""
+    """Before/after per-step distributions with the significance test's result, then the rows the
+    diff's text report lists, in its order."""
+    from perflint.report.diff import _label, _sections, _sig
+
     if not cmp:
         return ""
     by_metric = {r["metric"]: r for r in cmp["rows"] if r["metric"] in cmp["samples"]}
@@ -157,16 +154,17 @@ def comparison_block(cmp: dict[str, Any] | None, alpha: float = 0.05, top: int =
         unit = "%" if metric.endswith("_pct") else "us"
         chart = svg.strips(f"{metric} per step, baseline vs current", [("baseline", s["base"]), ("current", s["current"])], unit)
         r = by_metric.get(metric)
-        verdict = sig_text(r, alpha) if r else "n/a"
-        caption = f"{metric}: {verdict}"
+        caption = f"{metric}: {_sig(r, alpha) if r else 'n/a'}"
         rows = [[t(side), n(float(i), nd=0), n(v, nd=2)] for side in ("base", "current") for i, v in enumerate(s[side])]
-        out.append(figure(chart, caption, table([("side", False), ("step #", True), (metric, True)], rows)))
-    rows = sorted((r for r in cmp["rows"] if r["metric"] not in cmp["samples"]), key=lambda r: -abs(r.get("delta") or 0.0))[:top]
-    if rows:
+        out.append(f"<h4>{escape(caption)}</h4>" + figure(chart, f"{metric} per analysis step", table(
+            [("side", False), ("step #", True), (metric, True)], rows)))
+    (_, listed), = _sections([{"base": "", "current": "", "rank": None, "rows": cmp["rows"]}], top)
+    listed = [r for r in listed if r["metric"] not in cmp["samples"]]
+    if listed:
         out.append(table(
-            [("metric", False), ("key", False), ("baseline", True), ("current", True), ("delta %", True), ("significance", False)],
-            [[t(r["metric"]), code(r["key"]), n(r["base_median"]), n(r["cur_median"]), n(r["delta_pct"], "%"), t(sig_text(r, alpha))]
-             for r in rows]))
+            [("what", False), ("baseline", True), ("current", True), ("delta %", True), ("significance", False)],
+            [[code(_label(r)), n(r["base_median"]), n(r["cur_median"]), n(r["delta_pct"], "%"), (f"<span class=nw>{escape(_sig(r, alpha))}</span>", None)]
+             for r in listed]))
         out.append(f"<p class=mut>Medians over analysis steps; one-sided Mann-Whitney U, * = p &lt; {alpha}.</p>")
     return "".join(out)
 
