@@ -100,9 +100,8 @@ def comparison(base: dict[str, Any], cur: dict[str, Any], rows: list[dict[str, A
 def panels(trace: Trace, include_edge_steps: bool = False, summary: dict[str, Any] | None = None) -> dict[str, Any]:
     """Everything the report draws for `trace`; `summary`: its `summarize` dict when already made."""
     summ = summary if summary is not None else summarize(trace, include_edge_steps=include_edge_steps)
-    made = summ.get("steps", {})
-    breakdown, why = (made["breakdown"], None) if "breakdown" in made else step_breakdown(trace)
-    why = why or (None if breakdown is not None else "no ProfilerStep#N markers")
+    known = (summ.get("steps") or {}).get("breakdown")  # `perflint summary` has made it already
+    breakdown, why = (known, None) if known is not None else step_breakdown(trace)
     if breakdown is not None:
         breakdown = {**breakdown, "steps": [breakdown["steps"][i] for i in thin(len(breakdown["steps"]))],
                      "all_steps": len(breakdown["steps"])}

@@ -47,8 +47,12 @@ def t(text: Any) -> Cell:
     return (escape("" if text is None else str(text)), None)
 
 
-def code(text: Any) -> Cell:
-    return (f"<code>{escape(str(text))}</code>", None)
+def code(text: Any, limit: int = 140) -> Cell:
+    """Monospace text (kernel names run to kilobytes): cut to `limit`, the whole in its tooltip."""
+    full = str(text)
+    shown = svg.short(full, limit)
+    tip = f' title="{escape(full)}"' if shown != full else ""
+    return (f"<code{tip}>{escape(shown)}</code>", None)
 
 
 def document(title: str, body: list[str]) -> str:
