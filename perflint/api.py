@@ -100,9 +100,16 @@ def prepare(paths: list[str], opts: CheckOptions) -> Prepared:
     return Prepared(paths, opts.input_format, _jobs(opts.jobs), opts.executor, opts.memory_budget, opts.exclude)
 
 
-def run_check(paths: list[str], opts: CheckOptions, cfg: Config, prepared: Prepared | None = None) -> tuple[RunResult, list[Outcome]]:
+def run_check(
+    paths: list[str],
+    opts: CheckOptions,
+    cfg: Config,
+    prepared: Prepared | None = None,
+    wrap: Callable[[Callable[[Trace], Any], bool], Callable[[Trace], Any]] | None = None,
+) -> tuple[RunResult, list[Outcome]]:
     """The run's result and the per-trace outcomes (their errors, with tracebacks for --debug);
-    `prepared`: the traces, their read possibly begun (else found here)."""
+    `prepared`: the traces, their read possibly begun (else found here); `wrap(fn, include_edges)`:
+    the per-trace function extended (a report that gathers more per trace)."""
     # The rules and analysis modules are imported here, after the traces' reads have begun: a
     # big trace decodes in worker processes meanwhile.
     from perflint.commands.baseline_io import apply_accepted, load_accepted, load_baseline
@@ -132,6 +139,8 @@ def run_check(paths: list[str], opts: CheckOptions, cfg: Config, prepared: Prepa
         allow_mismatch=opts.allow_device_mismatch,
         roots=tuple(paths),
     )
+    if wrap is not None:
+        fn = wrap(fn, include_edges)
     if prepared is None:
         prepared = prepare(paths, opts)
     try:
@@ -276,9 +285,13 @@ def check(
 
 
 def _summary_one(trace: Trace, include_edge_steps: bool, timeline: bool) -> dict[str, Any]:
+    from perflint.metrics.step_breakdown import step_breakdown
     from perflint.metrics.summary import summarize
 
     out = summarize(trace, include_edge_steps=include_edge_steps)
+    out["steps"]["breakdown"], why = step_breakdown(trace)
+    if why:
+        out["warnings"].append(why)
     if timeline:
         from perflint.metrics.tb_gpu import gpu_timeline
 
@@ -286,12 +299,19 @@ def _summary_one(trace: Trace, include_edge_steps: bool, timeline: bool) -> dict
     return out
 
 
-def run_summary(prepared: Prepared, include_edge_steps: bool = False, timeline: bool = False) -> list[Outcome]:
-    """One outcome per trace whose result is its summary (the `summary --format json` entry)."""
+def run_summary(
+    prepared: Prepared,
+    include_edge_steps: bool = False,
+    timeline: bool = False,
+    wrap: Callable[[Callable[[Trace], Any]], Callable[[Trace], Any]] | None = None,
+) -> list[Outcome]:
+    """One outcome per trace whose result is its summary (the `summary --format json` entry);
+    `wrap(fn)`: the per-trace function extended (a report that gathers more per trace)."""
     try:
         from perflint.metrics import summary  # noqa: F401 (imported while the workers decode)
 
-        return prepared.run(functools.partial(_summary_one, include_edge_steps=include_edge_steps, timeline=timeline))
+        fn: Callable[[Trace], Any] = functools.partial(_summary_one, include_edge_steps=include_edge_steps, timeline=timeline)
+        return prepared.run(wrap(fn) if wrap is not None else fn)
     finally:
         prepared.close()
 

@@ -13,6 +13,7 @@ from perflint.commands.common import add_input_options, budget_of, exclude_of, e
 from perflint.errors import UsageError
 from perflint.pipeline import Prepared
 from perflint.report import REPORTERS, ReportOptions
+from perflint.report.html import add_html_option, with_panels, write_check
 
 if TYPE_CHECKING:
     from perflint.config import Config
@@ -40,6 +41,7 @@ def add_parser(sub: Any, name: str) -> None:
     p.add_argument("--output", "-o", default=None, metavar="FILE", help="write the --format report to FILE")
     for fmt in ("json", "junit", "markdown", "sarif"):
         p.add_argument(f"--{fmt}", default=None, metavar="FILE", help=f"also write a {fmt} report to FILE")
+    add_html_option(p)
     add_gate_options(p)
     p.add_argument("--max-bytes", type=_positive, default=None, metavar="N", help="markdown size budget (default 1 MiB)")
 
@@ -85,7 +87,9 @@ def options_of(args: argparse.Namespace, cfg: Config) -> CheckOptions:
 def execute(args: argparse.Namespace, cfg: Config, prepared: Prepared | None = None) -> RunResult:
     """The run's result (perflint.api.run_check); `prepared`: the traces, their read possibly
     begun (else found here). Traces that failed are reported on stderr."""
-    result, outcomes = run_check(args.paths, options_of(args, cfg), cfg, prepared)
+    result, outcomes = run_check(
+        args.paths, options_of(args, cfg), cfg, prepared, wrap=lambda fn, edges: with_panels(fn, args, edges)
+    )
     report_errors(outcomes, args.debug)
     return result
 
@@ -142,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
     plain = ReportOptions(max_bytes=args.max_bytes, root=opts.root)
     for fmt_name, target in targets:
         _write(target, REPORTERS[fmt_name](result, plain))
+    write_check(getattr(args, "html", None), result)
     for note in result.notices:
         print(f"perflint: notice: {note}", file=sys.stderr)
     code = result.exit_code()  # 2 (errors) outranks 1 (gate)

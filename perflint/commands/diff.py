@@ -9,6 +9,7 @@ from typing import Any
 
 from perflint.commands.common import add_exclude_option, exclude_of, jobs_of
 from perflint.errors import InputError
+from perflint.report.html import add_html_option, write_diff
 
 # Each command imports what it runs when it runs: `perflint check` starts without these.
 FORMATS = ("json", "markdown", "text")
@@ -27,6 +28,7 @@ def add_parser(sub: Any, name: str) -> None:
     p.add_argument("--jobs", "-j", type=int, default=None)
     p.add_argument("--output", "-o", default=None, metavar="FILE")
     add_exclude_option(p)
+    add_html_option(p)
 
 
 def pair_snapshots(base: dict[str, Any], cur: dict[str, Any], allow_mismatch: bool) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -61,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
     for b, c in pair_snapshots(base, cur, args.allow_device_mismatch):
         out.append({"base": b["path"], "current": c["path"], "rank": c.get("rank"), "rows": compare(b, c)})
     text = render[args.format](out, args.alpha, args.top)
+    write_diff(args.html, base, cur, out, args.alpha, args.top)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as fh:
             fh.write(text)

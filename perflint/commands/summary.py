@@ -10,6 +10,7 @@ from perflint import __version__
 from perflint.api import run_summary
 from perflint.commands.common import add_input_options, budget_of, exclude_of, executor_of, jobs_of, report_errors, report_skipped
 from perflint.pipeline import Prepared
+from perflint.report.html import add_html_option, with_panels, write_summary
 
 SCHEMA_VERSION = 1
 
@@ -24,14 +25,18 @@ def add_parser(sub: Any, name: str) -> None:
         help="add the TensorBoard plugin's bucketed GPU-utilization / SM-efficiency series",
     )
     p.add_argument("--output", "-o", default=None, metavar="FILE", help="write to FILE instead of stdout")
+    add_html_option(p)
 
 
 def run(args: argparse.Namespace) -> int:
     # The read begins before the metrics modules are imported (pipeline.Prepared).
     prepared = Prepared(args.paths, args.input_format, jobs_of(args), executor_of(args), budget_of(args), exclude_of(args))
-    outcomes = run_summary(prepared, args.include_edge_steps, args.timeline)
+    outcomes = run_summary(
+        prepared, args.include_edge_steps, args.timeline, wrap=lambda fn: with_panels(fn, args, args.include_edge_steps, summary=True)
+    )
     failed = report_errors(outcomes, args.debug)
     traces = [o.result for o in outcomes if o.error is None]
+    write_summary(args.html, traces, [o.error for o in outcomes if o.error])
     if args.format == "json":
         doc = {
             "schema_version": SCHEMA_VERSION,

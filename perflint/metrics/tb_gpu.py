@@ -37,18 +37,25 @@ def _host_steps(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
 
 def tb_window(trace: Trace) -> tuple[float, float] | None:
     """The plugin's step window W (None when the trace has no step and no CPU op)."""
-    cached = trace.cache.get("tb_window", False)
+    steps = tb_steps(trace)
+    return None if steps is None else (float(steps[0][0]), float(steps[1][-1]))
+
+
+def tb_steps(trace: Trace) -> tuple[np.ndarray, np.ndarray] | None:
+    """The plugin's steps: starts and ends of each ProfilerStep kept, extended to its device work
+    (or the CPU op span as one step without steps); None without steps and CPU ops."""
+    cached = trace.cache.get("tb_steps", False)
     if cached is not False:
         return cached  # type: ignore[no-any-return]
     starts, ends = _host_steps(trace)
-    win: tuple[float, float] | None = None
+    got: tuple[np.ndarray, np.ndarray] | None = None
     if len(starts):
-        win = _extend_to_device(trace, starts.astype(np.float64), ends.astype(np.float64))
-    trace.cache["tb_window"] = win
-    return win
+        got = _extend_to_device(trace, starts.astype(np.float64), ends.astype(np.float64))
+    trace.cache["tb_steps"] = got
+    return got
 
 
-def _extend_to_device(trace: Trace, starts: np.ndarray, ends: np.ndarray) -> tuple[float, float]:
+def _extend_to_device(trace: Trace, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     n = len(starts)
     rt, g = trace.runtime, trace.gpu
     # A runtime call belongs to the first step (in order) that ends after the call starts - the
@@ -67,7 +74,7 @@ def _extend_to_device(trace: Trace, starts: np.ndarray, ends: np.ndarray) -> tup
     step_of_dev[linked] = np.where(inside, k, NONE)
     matched = step_of_dev != NONE
     if not matched.any():
-        return float(starts[0]), float(ends[-1])
+        return starts, ends
 
     d_end = g.ts + g.dur
     ms = step_of_dev[matched]
@@ -97,7 +104,7 @@ def _extend_to_device(trace: Trace, starts: np.ndarray, ends: np.ndarray) -> tup
         keep = last + 1
         if last > 0 and count[last - 1] * TAIL_RATIO > count[last]:
             keep = last
-    return float(new_s[0]), float(new_e[keep - 1])
+    return new_s[:keep], new_e[:keep]
 
 
 def kernel_device(trace: Trace) -> int | None:
@@ -206,49 +213,74 @@ def _bucket_size(span: float) -> int:
     return size
 
 
+@dataclass(frozen=True)
+class UtilizationSeries:
+    """The plugin's bucketed GPU utilization: bucket starts (the last bucket runs to `end`), and per
+    device with kernels the busy fraction of each bucket."""
+
+    start: float
+    end: float
+    bucket_us: int
+    starts: np.ndarray
+    by_device: dict[int, np.ndarray]
+
+
+def utilization_series(trace: Trace) -> UtilizationSeries | None:
+    """Utilization per time bucket over the whole profiled range (not clipped to W); None without
+    kernels or a range."""
+    rng = profiler_range(trace)
+    g = trace.gpu
+    kern = g.kind == KERNEL
+    if rng is None or not kern.any():
+        return None
+    start, end = rng
+    size = _bucket_size(end - start)
+    nb = int((end - start) / size)
+    b0 = start + size * np.arange(nb, dtype=np.float64)
+    b1 = np.append(b0[1:], end)
+    by_device = {}
+    for dev in distinct(g.device[kern]):
+        k = _device_kernels(trace, int(dev))
+        ms, me = merge(k.ts, k.end)
+        by_device[int(dev)] = (covered_before(ms, me, b1) - covered_before(ms, me, b0)) / (b1 - b0) if nb else np.zeros(0)
+    return UtilizationSeries(start, end, size, b0, by_device)
+
+
 def gpu_timeline(trace: Trace) -> dict[str, Any]:
-    """The plugin's counter series, per device with kernels: utilization per time bucket over the
-    whole profiled range (not clipped to W) and the SM-efficiency step function.
+    """The plugin's counter series, per device with kernels: `utilization_series` and the
+    SM-efficiency step function.
 
     `events` are the Chrome counter events in the plugin's order (ready to append to a trace);
     values are the real fractions. (The plugin's own fixture gpu_metrics_expected.json stores
     hand-scaled values, utilization x100 and SM efficiency x10; see tests/test_metrics_tb.py.)
     """
-    rng = profiler_range(trace)
-    g = trace.gpu
     out: dict[str, Any] = {"range_us": None, "bucket_us": None, "devices": {}, "events": []}
-    kern = g.kind == KERNEL
-    if rng is None or not kern.any():
+    series = utilization_series(trace)
+    if series is None:
         return out
-    start, end = rng
-    size = _bucket_size(end - start)
-    nb = int((end - start) / size)
-    out["range_us"] = [start, end]
-    out["bucket_us"] = size
-    b0 = start + size * np.arange(nb, dtype=np.float64)
-    b1 = np.append(b0[1:], end)  # the last bucket runs to the end of the range
+    start, b0 = series.start, series.starts
+    nb = len(b0)
+    out["range_us"] = [start, series.end]
+    out["bucket_us"] = series.bucket_us
     # The plugin emits the utilization series of every device first, then the SM-efficiency ones.
     util_events: list[dict[str, Any]] = []
     sm_events: list[dict[str, Any]] = []
-    for dev in distinct(g.device[kern]):
-        k = _device_kernels(trace, int(dev))
-        ms, me = merge(k.ts, k.end)
-        util = (covered_before(ms, me, b1) - covered_before(ms, me, b0)) / (b1 - b0) if nb else np.zeros(0)
-        s, e, v = sm_segments(k)
+    for dev, util in series.by_device.items():
+        s, e, v = sm_segments(_device_kernels(trace, dev))
         out["devices"][str(dev)] = {
             "utilization": [[float(t), float(x)] for t, x in zip(b0.tolist(), util.tolist())],
             "sm_efficiency": [[float(a), float(b), float(x)] for a, b, x in zip(s.tolist(), e.tolist(), v.tolist())],
         }
         name = f"GPU {dev} Utilization"
         if nb:
-            series = [(start, 1.0), (start, 0.0)] + list(zip(b0.tolist(), util.tolist())) + [(float(b1[-1]), 0.0)]
-            util_events += [_counter(name, int(dev), t, "GPU Utilization", x) for t, x in series]
+            series_pts = [(start, 1.0), (start, 0.0)] + list(zip(b0.tolist(), util.tolist())) + [(series.end, 0.0)]
+            util_events += [_counter(name, dev, t, "GPU Utilization", x) for t, x in series_pts]
         if len(s):
             name = f"GPU {dev} Est. SM Efficiency"
             pts = [(start, 1.0), (start, 0.0)]
             for a, b, x in zip(s.tolist(), e.tolist(), v.tolist()):
                 pts += [(a, x), (b, 0.0)]
-            sm_events += [_counter(name, int(dev), t, "Est. SM Efficiency", x) for t, x in pts]
+            sm_events += [_counter(name, dev, t, "Est. SM Efficiency", x) for t, x in pts]
     out["events"] = util_events + sm_events
     return out
 

@@ -1,0 +1,151 @@
+"""What the HTML report shows of one trace, gathered where the trace is (a worker process) into a
+small plain dict: aggregates per kernel name, op name, step and time bucket, never per event."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from perflint.ids import unique_inverse
+from perflint.metrics.step_breakdown import step_breakdown
+from perflint.metrics.steps import analysis_steps
+from perflint.metrics.summary import summarize
+from perflint.metrics.tb_gpu import utilization_series
+from perflint.model import KERNEL, MEMCPY, MEMSET, NONE, OP_CPU, Trace
+
+TOP_OPS = 15
+MAX_STEPS = 400  # per-step series beyond this are thinned evenly (the table says so)
+PANELS_ATTR = "html_panels"  # the attribute of a check's TraceResult that carries them
+
+
+def top_ops(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]]:
+    """Per CPU op name: calls, host time (inclusive, summed) and the device time of the GPU work
+    launched directly inside it (the TB plugin's "device self time"); the `limit` with most of it."""
+    ops, g = trace.ops, trace.gpu
+    cpu = np.flatnonzero(ops.kind == OP_CPU)
+    if len(cpu) == 0:
+        return []
+    names, inv = unique_inverse(ops.name[cpu])
+    calls = np.bincount(inv, minlength=len(names))
+    host = np.bincount(inv, weights=ops.dur[cpu], minlength=len(names))
+    slot = np.full(len(ops), -1, dtype=np.int64)
+    slot[cpu] = inv
+    dev = np.zeros(len(names))
+    work = ((g.kind == KERNEL) | (g.kind == MEMCPY) | (g.kind == MEMSET)) & (g.launch != NONE)
+    op = trace.runtime.op[g.launch[work]]
+    has = op != NONE
+    s = slot[op[has]]
+    ok = s >= 0
+    if ok.any():
+        dev = np.bincount(s[ok], weights=g.dur[work][has][ok], minlength=len(names))
+    order = np.lexsort((-host, -dev))[:limit]
+    return [
+        {
+            "name": trace.s(int(names[i])),
+            "calls": int(calls[i]),
+            "host_us": round(float(host[i]), 3),
+            "device_self_us": round(float(dev[i]), 3),
+        }
+        for i in order.tolist()
+    ]
+
+
+def thin(n: int, limit: int = MAX_STEPS) -> list[int]:
+    """Indices of at most `limit` of n items, evenly spread, first and last kept."""
+    if n <= limit:
+        return list(range(n))
+    return sorted({int(round(i * (n - 1) / (limit - 1))) for i in range(limit)})
+
+
+def _timeline(trace: Trace) -> dict[str, Any] | None:
+    series = utilization_series(trace)
+    if series is None:
+        return None
+    return {
+        "bucket_us": series.bucket_us,
+        "start_us": series.start,
+        "end_us": series.end,
+        "devices": {str(d): [round(float(x), 4) for x in u.tolist()] for d, u in series.by_device.items()},
+    }
+
+
+def _baseline(trace: Trace, include_edge_steps: bool) -> dict[str, Any] | None:
+    """Baseline samples beside the current ones and the regression statistics, when check ran
+    with a baseline."""
+    base = trace.cache.get("baseline")
+    if not isinstance(base, dict):
+        return None
+    from perflint.facts import Context
+    from perflint.facts._snapshot import trace_snapshot
+
+    cur = trace_snapshot(Context(trace, include_edge_steps=include_edge_steps))
+    return comparison(base, cur)
+
+
+def comparison(base: dict[str, Any], cur: dict[str, Any], rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Per-step samples of both sides and the compare() rows (given, or computed here): what the
+    before/after panel draws."""
+    from perflint.facts._compare import compare
+
+    keep = ("step_time_us", "gpu_busy_pct")
+    return {
+        "base": base.get("path"),
+        "samples": {k: {"base": base["samples"].get(k, []), "current": cur["samples"].get(k, [])} for k in keep},
+        "rows": compare(base, cur) if rows is None else rows,
+    }
+
+
+def panels(trace: Trace, include_edge_steps: bool = False, summary: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Everything the report draws for `trace`; `summary`: its `summarize` dict when already made."""
+    summ = summary if summary is not None else summarize(trace, include_edge_steps=include_edge_steps)
+    known = (summ.get("steps") or {}).get("breakdown")  # `perflint summary` has made it already
+    breakdown, why = (known, None) if known is not None else step_breakdown(trace)
+    if breakdown is not None:
+        breakdown = {**breakdown, "steps": [breakdown["steps"][i] for i in thin(len(breakdown["steps"]))],
+                     "all_steps": len(breakdown["steps"])}
+    steps = analysis_steps(trace, include_edge_steps)
+    return {
+        "path": trace.path,
+        "rank": trace.rank,
+        "device": summ["device"],
+        "gpu": summ["gpu"],
+        "tensor_cores": summ["tensor_cores"],
+        "kernels": summ["kernels"],
+        "steps": {"numbers": [s.number for s in steps], "durs_us": [round(s.dur, 3) for s in steps]},
+        "breakdown": breakdown,
+        "breakdown_why": why,
+        "timeline": _timeline(trace),
+        "ops": top_ops(trace),
+        "baseline": _baseline(trace, include_edge_steps),
+        "warnings": list(summ.get("warnings") or trace.warnings),
+    }
+
+
+@dataclass(frozen=True)
+class WithPanels:
+    """A check's per-trace function that also gathers the report's panels onto its result
+    (picklable: it travels to worker processes)."""
+
+    fn: Any
+    include_edge_steps: bool
+
+    def __call__(self, trace: Trace) -> Any:
+        result = self.fn(trace)
+        made = {"device": result.device, **result.metrics, "warnings": result.warnings}  # summarize's, reused
+        setattr(result, PANELS_ATTR, panels(trace, self.include_edge_steps, made))
+        return result
+
+
+@dataclass(frozen=True)
+class SummaryWithPanels:
+    """`perflint summary`'s per-trace function that also gathers the panels (under `_html`)."""
+
+    fn: Any
+    include_edge_steps: bool
+
+    def __call__(self, trace: Trace) -> Any:
+        out = self.fn(trace)
+        out["_html"] = panels(trace, self.include_edge_steps, out)
+        return out

@@ -1,0 +1,251 @@
+"""The HTML report page: verdict, findings, then per trace the GPU summary and its charts, each
+chart with its numbers in a table behind it (details/summary)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+from typing import Any
+
+from perflint import __version__
+from perflint.report.html import svg
+from perflint.report.html.assets import CSS, JS
+
+Cell = tuple[str, float | None]  # shown text, sort value (None: sort by text)
+MAX_RANK_DETAILS = 8  # a run with more ranks details only its slowest and fastest ones
+MAX_TRACE_DETAILS = 50
+
+
+def table(head: Sequence[tuple[str, bool]], rows: Sequence[Sequence[Cell]], sortable: bool = True) -> str:
+    """`head`: (title, numeric) per column; numeric cells sort by their value."""
+    cls = ' class="sortable"' if sortable else ""
+    th = "".join(
+        f'<th scope="col" class="{"n " if n else ""}{"sortable" if sortable else ""}">{escape(h)}</th>' for h, n in head
+    )
+    body = []
+    for r in rows:
+        tds = []
+        for (text, v), (_, n) in zip(r, head):
+            dv = f' data-v="{v!r}"' if v is not None else ""
+            tds.append(f'<td{" class=n" if n else ""}{dv}>{text}</td>')
+        body.append(f"<tr>{''.join(tds)}</tr>")
+    return f'<div class="tw"><table{cls}><thead><tr>{th}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+
+
+def figure(chart: str, caption: str, tab: str) -> str:
+    return (f'<figure class="fig">{chart}<figcaption class="mut">{escape(caption)}</figcaption>'
+            f"<details><summary>Table: {escape(caption)}</summary>{tab}</details></figure>")
+
+
+def n(x: float | None, unit: str = "", nd: int = 1) -> Cell:
+    if x is None:
+        return ("n/a", None)
+    return (escape(f"{x:,.{nd}f}{unit}"), float(x))
+
+
+def t(text: Any) -> Cell:
+    return (escape("" if text is None else str(text)), None)
+
+
+def code(text: Any, limit: int = 140) -> Cell:
+    """Monospace text (kernel names run to kilobytes): cut to `limit`, the whole in its tooltip."""
+    full = str(text)
+    shown = svg.short(full, limit)
+    tip = f' title="{escape(full)}"' if shown != full else ""
+    return (f"<code{tip}>{escape(shown)}</code>", None)
+
+
+def document(title: str, body: list[str]) -> str:
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        '<meta name="color-scheme" content="light dark">'
+        f"<title>{escape(title)}</title><style>{CSS}</style></head><body><main>"
+        + "".join(body)
+        + f'<p class="mut">perflint {escape(__version__)}</p></main><script>{JS}</script></body></html>\n'
+    )
+
+
+def _pct(x: Any) -> str:
+    return "n/a" if x is None else f"{x:.1f}%"
+
+
+def gpu_cards(p: dict[str, Any]) -> str:
+    dev, gpu = p.get("device") or {}, p.get("gpu") or {}
+    tc = (p.get("tensor_cores") or {}).get("kernel_time_pct")
+    name = dev.get("name") or "unknown device"
+    extra = ", ".join(x for x in (f"{dev['sm_count']} SMs" if dev.get("sm_count") else "",
+                                  f"cc {dev['compute_capability']}" if dev.get("compute_capability") else "") if x)
+    cards = [
+        ("Device", escape(name), escape(extra)),
+        ("GPU utilization", _pct(gpu.get("utilization_pct")), "TB plugin"),
+        ("Est. SM efficiency", _pct(gpu.get("sm_efficiency_pct")), "TB plugin"),
+        ("Est. occupancy", _pct(gpu.get("achieved_occupancy_pct")), "TB plugin"),
+        ("Tensor Core share", _pct(tc), "of kernel time"),
+    ]
+    return '<div class="cards">' + "".join(
+        f'<div class="card"><span class="mut">{k}</span><b>{v}</b><span class="mut">{d}</span></div>' for k, v, d in cards
+    ) + "</div>"
+
+
+def breakdown_block(p: dict[str, Any]) -> str:
+    bd = p.get("breakdown")
+    if bd is None:
+        return f'<p class="mut">Step-time breakdown: {escape(p.get("breakdown_why") or "not available")}.</p>'
+    parts = bd["parts"]
+    steps = bd["steps"]
+    labels = [str(s["step"]) for s in steps]
+    chart = svg.stacked("Step-time breakdown per step", labels, parts, [[s[q]["us"] for q in parts] for s in steps])
+    head = [("step", True), ("total us", True)] + [(f"{q} us", True) for q in parts]
+    rows = [[(str(s["step"]), float(s["step"])), n(s["total_us"])] + [n(s[q]["us"]) for q in parts] for s in steps]
+    avg = bd["average"]
+    avg_line = ", ".join(f"{q} {avg[q]['pct']:.1f}%" for q in parts)
+    note = f" (every {bd['all_steps'] // max(1, len(steps))}th of {bd['all_steps']} steps shown)" if bd["all_steps"] > len(steps) else ""
+    return (f"<h3>Step-time breakdown</h3><p>Average step {escape(svg.num(avg['total_us']))}us over {avg['steps']} steps: "
+            f"{escape(avg_line)}{escape(note)}</p>" + figure(chart, "step time by part, per step (TB plugin's breakdown)", table(head, rows)))
+
+
+def timeline_block(p: dict[str, Any]) -> str:
+    tl = p.get("timeline")
+    if not tl:
+        return ""
+    out = ["<h3>GPU busy timeline</h3>"]
+    for dev, vals in tl["devices"].items():
+        chart = svg.area(f"GPU {dev} utilization per {tl['bucket_us']} us bucket", vals, tl["bucket_us"])
+        rows = [[n(i * tl["bucket_us"], nd=0), n(100.0 * v)] for i, v in enumerate(vals)]
+        out.append(figure(chart, f"GPU {dev} utilization per {svg.num(tl['bucket_us'])}us bucket (TB plugin series)",
+                          table([("offset us", True), ("busy %", True)], rows)))
+    return "".join(out)
+
+
+def category_block(p: dict[str, Any]) -> str:
+    cats = (p.get("kernels") or {}).get("by_category") or {}
+    rows = sorted(((c, v["time_us"], v["pct"]) for c, v in cats.items() if v["time_us"] > 0), key=lambda r: -r[1])
+    if not rows:
+        return ""
+    chart = svg.hbars("GPU time by kernel category", [(c, us) for c, us, _ in rows], "{:,.0f}", "us")
+    tab = table([("category", False), ("time us", True), ("% of GPU time", True)], [[t(c), n(us), n(pc)] for c, us, pc in rows])
+    return "<h3>Kernel time by category</h3>" + figure(chart, "GPU time by kernel category", tab)
+
+
+def kernels_block(p: dict[str, Any]) -> str:
+    top = (p.get("kernels") or {}).get("top") or []
+    if not top:
+        return ""
+    rows = [[code(k["name"]), t(k.get("top_level_op")), n(k["count"], nd=0), n(k["total_us"]), n(k["mean_us"], nd=2)] for k in top]
+    return "<h3>Top kernels</h3>" + table(
+        [("kernel", False), ("top-level op", False), ("calls", True), ("total us", True), ("mean us", True)], rows)
+
+
+def ops_block(p: dict[str, Any]) -> str:
+    ops = p.get("ops") or []
+    if not ops:
+        return ""
+    rows = [[code(o["name"]), n(o["calls"], nd=0), n(o["host_us"]), n(o["device_self_us"])] for o in ops]
+    return "<h3>Top ops</h3>" + table([("op", False), ("calls", True), ("host total us", True), ("device self us", True)], rows)
+
+
+def comparison_block(cmp: dict[str, Any] | None, alpha: float = 0.05, top: int = 15) -> str:
+    """Before/after per-step distributions with the significance test's result, then the rows the
+    diff's text report lists, in its order."""
+    from perflint.report.diff import _label, _sections, _sig
+
+    if not cmp:
+        return ""
+    by_metric = {r["metric"]: r for r in cmp["rows"] if r["metric"] in cmp["samples"]}
+    out = [f"<h3>Against the baseline</h3><p class=mut>baseline: <code>{escape(str(cmp.get('base')))}</code></p>"]
+    for metric, s in cmp["samples"].items():
+        unit = "%" if metric.endswith("_pct") else "us"
+        chart = svg.strips(f"{metric} per step, baseline vs current", [("baseline", s["base"]), ("current", s["current"])], unit)
+        r = by_metric.get(metric)
+        caption = f"{metric}: {_sig(r, alpha) if r else 'n/a'}"
+        rows = [[t(side), n(float(i), nd=0), n(v, nd=2)] for side in ("base", "current") for i, v in enumerate(s[side])]
+        out.append(f"<h4>{escape(caption)}</h4>" + figure(chart, f"{metric} per analysis step", table(
+            [("side", False), ("step #", True), (metric, True)], rows)))
+    (_, listed), = _sections([{"base": "", "current": "", "rank": None, "rows": cmp["rows"]}], top)
+    listed = [r for r in listed if r["metric"] not in cmp["samples"]]
+    if listed:
+        out.append(table(
+            [("what", False), ("baseline", True), ("current", True), ("delta %", True), ("significance", False)],
+            [[code(_label(r)), n(r["base_median"]), n(r["cur_median"]), n(r["delta_pct"], "%"), (f"<span class=nw>{escape(_sig(r, alpha))}</span>", None)]
+             for r in listed]))
+        out.append(f"<p class=mut>Medians over analysis steps; one-sided Mann-Whitney U, * = p &lt; {alpha}.</p>")
+    return "".join(out)
+
+
+ROOFLINE_HOOK = (
+    '<div class="hook" data-section="roofline">Not drawn. It needs each kernel\'s FLOPs and bytes, '
+    "which perflint does not compute yet; when kernels carry them, this section plots achieved FLOP/s against "
+    "arithmetic intensity.</div>"
+)
+
+
+def trace_section(p: dict[str, Any], alpha: float = 0.05) -> str:
+    label = p["path"] + (f" [rank {p['rank']}]" if p.get("rank") is not None else "")
+    warns = "".join(f"<li>{escape(w)}</li>" for w in p.get("warnings") or [])
+    return (
+        f'<section class="trace"><h2>{escape(label)}</h2>' + gpu_cards(p)
+        + (f"<details><summary>{len(p['warnings'])} warnings</summary><ul>{warns}</ul></details>" if warns else "")
+        + breakdown_block(p) + timeline_block(p)
+        + category_block(p) + "<h3>Roofline</h3>" + ROOFLINE_HOOK
+        + kernels_block(p) + ops_block(p) + comparison_block(p.get("baseline"), alpha) + "</section>"
+    )
+
+
+def _median(v: Sequence[float]) -> float | None:
+    s = sorted(v)
+    if not s:
+        return None
+    m = len(s) // 2
+    return s[m] if len(s) % 2 else (s[m - 1] + s[m]) / 2
+
+
+def ranks_block(panels: list[dict[str, Any]], findings_per: dict[str, int] | None = None) -> str:
+    """Step time per trace (rank): a strip plot and the per-rank aggregates."""
+    if len(panels) < 2:
+        return ""
+    groups = [(_label(p), p["steps"]["durs_us"]) for p in panels]
+    chart = svg.strips("step time per trace", groups)
+    rows = []
+    for p in panels:
+        d = p["steps"]["durs_us"]
+        rows.append([t(_label(p)), n(len(d), nd=0), n(_median(d)), n(max(d) if d else None),
+                     n((p.get("gpu") or {}).get("utilization_pct"), "%"), n((findings_per or {}).get(_key(p), 0), nd=0)])
+    tab = table([("trace", False), ("steps", True), ("median step us", True), ("max step us", True),
+                 ("GPU util", True), ("findings", True)], rows)
+    return "<h2>Step time per trace</h2>" + figure(chart, "step time per trace (analysis steps)", tab)
+
+
+def _label(p: dict[str, Any]) -> str:
+    import os
+
+    base = os.path.basename(p["path"])
+    return base if p.get("rank") is None else f"{base} [rank {p['rank']}]"
+
+
+def _key(p: dict[str, Any]) -> str:
+    return f"{p['path']}\0{p.get('rank')}"
+
+
+def detailed(panels: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+    """The traces that get a full section, and a note on the ones left out."""
+    ranks = [p for p in panels if p.get("rank") is not None]
+    if len(ranks) > MAX_RANK_DETAILS:
+        by_time = sorted(panels, key=lambda p: _median(p["steps"]["durs_us"]) or 0.0)
+        keep = by_time[-(MAX_RANK_DETAILS // 2):] + by_time[: MAX_RANK_DETAILS // 2]
+        keep_ids = {id(p) for p in keep}
+        return ([p for p in panels if id(p) in keep_ids],
+                f"{len(panels)} traces: sections for the {MAX_RANK_DETAILS // 2} slowest and fastest by median step; "
+                "every rank is in the table above.")
+    if len(panels) > MAX_TRACE_DETAILS:
+        return panels[:MAX_TRACE_DETAILS], f"sections for the first {MAX_TRACE_DETAILS} of {len(panels)} traces."
+    return panels, ""
+
+
+def traces_part(panels: list[dict[str, Any]], findings_per: dict[str, int] | None = None, alpha: float = 0.05) -> list[str]:
+    body = [ranks_block(panels, findings_per)]
+    shown, note = detailed(panels)
+    if note:
+        body.append(f"<p class=mut>{escape(note)}</p>")
+    body += [trace_section(p, alpha) for p in shown]
+    return body

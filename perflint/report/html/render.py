@@ -1,0 +1,114 @@
+"""Renders the HTML report: the run's verdict and findings, then the traces' panels (`collect`)."""
+
+from __future__ import annotations
+
+import os
+from html import escape
+from typing import Any
+
+from perflint.errors import UsageError
+from perflint.findings import SEVERITIES, Finding, RunResult
+from perflint.report._common import counts_line, fmt_us, fmt_value, location_label, ordered, verdict
+from perflint.report.html import page
+from perflint.report.html.collect import PANELS_ATTR, comparison
+
+
+def write(path: str, text: str) -> None:
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise UsageError(path, f"cannot write the HTML report: {exc.strerror or exc}") from None
+
+
+def _finding(f: Finding) -> str:
+    impact = f" <span class=mut>(~{escape(fmt_us(f.impact_us))} recoverable)</span>" if f.impact_us else ""
+    rows = [("where", escape(location_label(f)))]
+    if f.source:
+        rows.append(("source", f"<code>{escape(f.source)}</code>"))
+    if f.op_stack:
+        rows.append(("op stack", f"<code>{escape(' > '.join(f.op_stack))}</code>"))
+    if f.kernel:
+        rows.append(("kernel", f"<code>{escape(f.kernel)}</code>"))
+    if f.input_dims is not None:
+        rows.append(("input dims", f"<code>{escape(fmt_value(f.input_dims))}</code>"))
+    ev = "; ".join(f"{k}={fmt_value(v, 80)}" for k, v in f.evidence.items())
+    if ev:
+        rows.append(("evidence", escape(ev)))
+    if f.fix:
+        rows.append(("fix", escape(f.fix)))
+    dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows)
+    where = os.path.basename(f.trace) + (f" [rank {f.rank}]" if f.rank is not None else "")
+    src = f" <code>{escape(f.source)}</code>" if f.source else ""
+    return (f'<details class="finding" data-code="{escape(f.code)}"><summary class="head"><span class="sev-{f.severity}">'
+            f"{escape(f.code)}</span> {escape(f.name)}{impact} <span class=mut>{escape(where)}</span>{src}</summary>"
+            f"<p>{escape(f.message)}</p><dl>{dl}</dl></details>")
+
+
+def by_rule(findings: list[Finding]) -> str:
+    """One row per rule: how many findings, on how many traces, and the time their fixes can win."""
+    rows: dict[str, list[Any]] = {}
+    for f in findings:
+        r = rows.setdefault(f.code, [f.severity, f.name, 0, set(), 0.0])
+        r[2] += 1
+        r[3].add((f.trace, f.rank))
+        r[4] += f.impact_us or 0.0
+    rank = {s: i for i, s in enumerate(SEVERITIES)}
+    body = [
+        [(f'<span class="sev-{sev}">{escape(c)}</span>', None), page.t(sev), page.t(name), page.n(k, nd=0),
+         page.n(len(tr), nd=0), (escape(fmt_us(imp)) if imp else "-", imp)]
+        for c, (sev, name, k, tr, imp) in sorted(rows.items(), key=lambda kv: (rank[kv[1][0]], -kv[1][4]))
+    ]
+    return page.table([("rule", False), ("severity", False), ("name", False), ("findings", True), ("traces", True),
+                       ("recoverable", True)], body)
+
+
+def findings_part(result: RunResult) -> list[str]:
+    v = verdict(result)
+    label = {"passed": "passed", "failed": "FAILED", "error": "ERROR"}[v]
+    out = [f'<p class="verdict {v}">perflint: {label} (fail-on {escape(result.fail_on)}): {escape(counts_line(result))}</p>']
+    out += [f"<p class=sev-error>error: {escape(e)}</p>" for e in result.errors]
+    active = ordered(result.active_findings())
+    out.append("<h2>Findings</h2>" + (by_rule(active) if active else "<p>None.</p>"))
+    for sev in SEVERITIES:
+        group = [f for f in active if f.severity == sev]
+        if group:
+            out.append(f'<h3 class="sev-{sev}">{sev.capitalize()}s ({len(group)})</h3>' + "".join(_finding(f) for f in group))
+    quiet = [f for f in result.all_findings() if not f.active]
+    if quiet:
+        out.append(f"<details><summary>{len(quiet)} suppressed or accepted</summary>"
+                   + "".join(_finding(f) for f in ordered(quiet)) + "</details>")
+    return out
+
+
+def render_check(result: RunResult, alpha: float = 0.05) -> str:
+    panels = [getattr(tr, PANELS_ATTR) for tr in result.traces if getattr(tr, PANELS_ATTR, None)]
+    per: dict[str, int] = {}
+    for f in result.active_findings():
+        key = f"{f.trace}\0{f.rank}"
+        per[key] = per.get(key, 0) + 1
+    body = ["<h1>perflint check</h1>"] + findings_part(result) + page.traces_part(panels, per, alpha)
+    return page.document("perflint check", body)
+
+
+def render_summary(panels: list[dict[str, Any]], errors: list[str]) -> str:
+    body = ["<h1>perflint summary</h1>", f"<p>{len(panels)} traces.</p>"]
+    body += [f"<p class=sev-error>error: {escape(e)}</p>" for e in errors]
+    return page.document("perflint summary", body + page.traces_part(panels))
+
+
+def render_diff(base: dict[str, Any], cur: dict[str, Any], pairs: list[dict[str, Any]], alpha: float, top: int) -> str:
+    """`base`/`cur`: the two snapshot documents; `pairs`: the diff command's compared pairs."""
+    bt = {(x["path"], x.get("rank")) for x in base["traces"]}
+    body = ["<h1>perflint diff</h1>"]
+    for pair in pairs:
+        b = next((x for x in base["traces"] if x["path"] == pair["base"]), None)
+        c = next((x for x in cur["traces"] if x["path"] == pair["current"]), None)
+        if b is None or c is None or (b["path"], b.get("rank")) not in bt:
+            continue
+        rank = f" [rank {pair['rank']}]" if pair.get("rank") is not None else ""
+        body.append(f"<section class=trace><h2>{escape(pair['base'])} &rarr; {escape(pair['current'])}{escape(rank)}</h2>")
+        body.append(page.comparison_block(comparison(b, c, pair["rows"]), alpha, top))
+        body.append("</section>")
+    return page.document("perflint diff", body)

@@ -1,0 +1,165 @@
+"""Inline SVG charts: horizontal bars, stacked bars, an area series and a box/strip plot.
+
+Each chart scales with its container (viewBox, width 100%); colours come from CSS classes
+(`s0`..`s7`, `ink`, `grid`), so the page's light and dark schemes apply to them. Every chart has a
+<title> and the page puts a table with the same numbers behind it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+
+W = 600  # viewBox width; the SVG is drawn at the container's width
+
+
+def _f(x: float) -> str:
+    return f"{x:.1f}".rstrip("0").rstrip(".")
+
+
+def _svg(height: float, title: str, body: list[str], kind: str) -> str:
+    return (
+        f'<svg class="chart {kind}" viewBox="0 0 {W} {_f(height)}" role="img" preserveAspectRatio="xMinYMin meet">'
+        f"<title>{escape(title)}</title>{''.join(body)}</svg>"
+    )
+
+
+def short(label: str, n: int = 38) -> str:
+    return label if len(label) <= n else label[: n - 1] + "\u2026"
+
+
+def hbars(title: str, rows: Sequence[tuple[str, float]], fmt: str = "{:.1f}", unit: str = "") -> str:
+    """One bar per (label, value), longest first as given; the value printed beside it."""
+    bar_h, gap, left = 18, 6, 200
+    top = max((v for _, v in rows), default=0.0) or 1.0
+    h = len(rows) * (bar_h + gap) + gap
+    body = []
+    for i, (label, v) in enumerate(rows):
+        y = gap + i * (bar_h + gap)
+        w = max(0.0, (W - left - 90) * v / top)
+        body.append(
+            f'<text class="ink" x="{left - 6}" y="{y + 13}" text-anchor="end">{escape(short(label, 30))}</text>'
+            f'<rect class="s{i % 8}" x="{left}" y="{y}" width="{_f(w)}" height="{bar_h}"><title>{escape(label)}: '
+            f"{escape(fmt.format(v))}{unit}</title></rect>"
+            f'<text class="ink" x="{_f(left + w + 4)}" y="{y + 13}">{escape(fmt.format(v))}{unit}</text>'
+        )
+    return _svg(h, title, body, "hbars")
+
+
+def stacked(title: str, labels: Sequence[str], parts: Sequence[str], values: Sequence[Sequence[float]], unit: str = "us") -> str:
+    """One vertical bar per label, stacked by part (values[i][j]: bar i, part j), with a legend."""
+    left, right, top_pad, bottom = 56, 8, 8, 40
+    plot_h = 200
+    n = max(1, len(labels))
+    top = max((sum(v) for v in values), default=0.0) or 1.0
+    slot = (W - left - right) / n
+    bw = max(1.0, slot * 0.8)
+    body = [_yaxis(left, top_pad, plot_h, top, unit)]
+    for i, (label, vals) in enumerate(zip(labels, values)):
+        x = left + i * slot + (slot - bw) / 2
+        y = top_pad + plot_h
+        for j, v in enumerate(vals):
+            hgt = plot_h * v / top
+            y -= hgt
+            if hgt > 0:
+                body.append(
+                    f'<rect class="s{j % 8}" x="{_f(x)}" y="{_f(y)}" width="{_f(bw)}" height="{_f(hgt)}">'
+                    f"<title>step {escape(label)}, {escape(parts[j])}: {_f(v)} {unit}</title></rect>"
+                )
+    step = max(1, n // 10)
+    for i in range(0, n, step):
+        x = left + i * slot + slot / 2
+        body.append(f'<text class="ink small" x="{_f(x)}" y="{top_pad + plot_h + 14}" text-anchor="middle">{escape(labels[i])}</text>')
+    body.append(_legend(parts, top_pad + plot_h + 24))
+    rows = 1 + (len(parts) - 1) // max(1, int((W - 56) // 100))
+    return _svg(top_pad + plot_h + bottom + 14 * (rows - 1), title, body, "stacked")
+
+
+def _legend(parts: Sequence[str], y: float) -> str:
+    out = []
+    x = 56.0
+    for j, p in enumerate(parts):
+        if x + 100 > W:
+            x, y = 56.0, y + 14
+        out.append(f'<rect class="s{j % 8}" x="{_f(x)}" y="{_f(y)}" width="10" height="10"/>'
+                   f'<text class="ink small" x="{_f(x + 14)}" y="{_f(y + 9)}">{escape(p)}</text>')
+        x += 100
+    return "".join(out)
+
+
+def _yaxis(left: float, top_pad: float, plot_h: float, top: float, unit: str) -> str:
+    out = []
+    for k in range(5):
+        v = top * k / 4
+        y = top_pad + plot_h - plot_h * k / 4
+        out.append(f'<line class="grid" x1="{left}" x2="{W - 8}" y1="{_f(y)}" y2="{_f(y)}"/>'
+                   f'<text class="ink small" x="{left - 4}" y="{_f(y + 4)}" text-anchor="end">{escape(num(v))}{escape(unit) if k == 4 else ""}</text>')
+    return "".join(out)
+
+
+def num(x: float) -> str:
+    ax = abs(x)
+    if ax >= 1e9:
+        return f"{x / 1e9:.1f}G"
+    if ax >= 1e6:
+        return f"{x / 1e6:.1f}M"
+    if ax >= 1e3:
+        return f"{x / 1e3:.1f}k"
+    return f"{x:.0f}" if ax >= 10 else f"{x:.2g}"
+
+
+def area(title: str, values: Sequence[float], bucket_us: float) -> str:
+    """A 0..100 % series (fractions in `values`), one point per time bucket."""
+    left, top_pad, plot_h = 56, 8, 140
+    n = len(values)
+    body = [_yaxis(left, top_pad, plot_h, 100.0, "%")]
+    if n:
+        dx = (W - left - 8) / max(1, n)
+        pts = [f"{_f(left)},{_f(top_pad + plot_h)}"]
+        for i, v in enumerate(values):
+            y = top_pad + plot_h - plot_h * min(max(v, 0.0), 1.0)
+            pts += [f"{_f(left + i * dx)},{_f(y)}", f"{_f(left + (i + 1) * dx)},{_f(y)}"]
+        pts.append(f"{_f(left + n * dx)},{_f(top_pad + plot_h)}")
+        body.append(f'<polygon class="area s0" points="{" ".join(pts)}"/>')
+        body.append(f'<text class="ink small" x="{left}" y="{top_pad + plot_h + 14}">0</text>'
+                    f'<text class="ink small" x="{W - 8}" y="{top_pad + plot_h + 14}" text-anchor="end">'
+                    f"{escape(num(n * bucket_us))}us</text>")
+    return _svg(top_pad + plot_h + 20, title, body, "area")
+
+
+def strips(title: str, groups: Sequence[tuple[str, Sequence[float]]], unit: str = "us") -> str:
+    """Per group a box (quartiles, median) and its samples as dots, on one shared axis."""
+    left, row_h, top_pad = 190, 24, 6
+    vals = [v for _, g in groups for v in g]
+    lo, hi = (min(vals), max(vals)) if vals else (0.0, 1.0)
+    if hi <= lo:
+        lo, hi = lo - 1.0, hi + 1.0
+    span = W - left - 16
+
+    def x(v: float) -> float:
+        return left + span * (v - lo) / (hi - lo)
+
+    body = []
+    for i, (label, g) in enumerate(groups):
+        y = top_pad + i * row_h + row_h / 2
+        body.append(f'<text class="ink" x="{left - 6}" y="{_f(y + 4)}" text-anchor="end">{escape(short(label, 26))}</text>')
+        if not g:
+            continue
+        q1, med, q3 = _quartiles(sorted(g))
+        body.append(f'<rect class="box" x="{_f(x(q1))}" y="{_f(y - 8)}" width="{_f(max(1.0, x(q3) - x(q1)))}" height="16"/>'
+                    f'<line class="med" x1="{_f(x(med))}" x2="{_f(x(med))}" y1="{_f(y - 9)}" y2="{_f(y + 9)}"/>')
+        for v in g:
+            body.append(f'<circle class="dot s{i % 8}" cx="{_f(x(v))}" cy="{_f(y)}" r="2.5"/>')
+    ay = top_pad + len(groups) * row_h + 4
+    body.append(f'<text class="ink small" x="{left}" y="{_f(ay + 10)}">{escape(num(lo))}{unit}</text>'
+                f'<text class="ink small" x="{W - 16}" y="{_f(ay + 10)}" text-anchor="end">{escape(num(hi))}{unit}</text>')
+    return _svg(ay + 16, title, body, "strips")
+
+
+def _quartiles(s: Sequence[float]) -> tuple[float, float, float]:
+    def q(p: float) -> float:
+        k = (len(s) - 1) * p
+        i = int(k)
+        return s[i] + (s[min(i + 1, len(s) - 1)] - s[i]) * (k - i)
+
+    return q(0.25), q(0.5), q(0.75)
