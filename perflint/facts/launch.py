@@ -107,7 +107,9 @@ GROUP_FIELDS = {
     "delay_p50_us": "median launch delay",
     "delay_max_us": "largest launch delay",
     "runtime_cutoff_us": "runtime outlier cutoff (HTA: 50 us)",
-    "runtime_outliers": "launch calls longer than runtime_cutoff_us",
+    "runtime_outliers": "launch calls longer than runtime_cutoff_us (and at most 1 ms: longer ones are slow_calls)",
+    "slow_calls": "launch calls over 1 ms: lazy module loading, initialisation or a blocked call, not per-launch overhead",
+    "slow_call_us": "CPU time of the slow_calls",
     "runtime_outlier_us": "CPU time of those calls above the cutoff (excess)",
     "delay_cutoff_us": "launch delay outlier cutoff (HTA: 100 us)",
     "delay_outliers": "launches whose delay exceeds delay_cutoff_us",
@@ -141,7 +143,8 @@ def launch_groups(ctx: Context) -> list[Row]:
         delay = delay[~np.isnan(delay)]
         first = int(groups.first[gi])
         info = infos[int(iid[first])]
-        over = dur > RUNTIME_CUTOFF_US
+        slow = dur > SLOW_CALL_US
+        over = (dur > RUNTIME_CUTOFF_US) & ~slow
         dover = delay > DELAY_CUTOFF_US
         runtime = float(dur.sum())
         out.append(
@@ -163,6 +166,8 @@ def launch_groups(ctx: Context) -> list[Row]:
                 "runtime_cutoff_us": RUNTIME_CUTOFF_US,
                 "runtime_outliers": int(over.sum()),
                 "runtime_outlier_us": float((dur[over] - RUNTIME_CUTOFF_US).sum()),
+                "slow_calls": int(slow.sum()),
+                "slow_call_us": float(dur[slow].sum()),
                 "delay_cutoff_us": DELAY_CUTOFF_US,
                 "delay_outliers": int(dover.sum()),
                 "delay_outlier_us": float((delay[dover] - DELAY_CUTOFF_US).sum()),
@@ -188,7 +193,8 @@ SUMMARY_FIELDS = {
     "gpu_busy_pct": "TensorBoard-plugin GPU utilization (merged kernels in steps / step time)",
     "window_us": "step time (or GPU span without steps)",
     "idle_us": "window_us x (1 - gpu_busy_pct)",
-    "top_launch_ops": "ops with the most kernel-launch CPU time: 'op (api) N calls, X'",
+    "top_launch_ops": "ops with the most kernel-launch CPU time: 'op (api) N calls, X' (calls over 1 ms left out)",
+    "window": "what gpu_busy_pct is a share of: 'the step', or the GPU's active span without steps",
     "kernel_launch_runtime_us": "CPU time in kernel launch calls (not copies or memsets), calls over 1 ms left out",
     "slow_launch_calls": "kernel launch calls over 1 ms (lazy loading, initialisation, a blocked call), left out above",
     "launch_gap_idle_us": "device idle time in the window in gaps shorter than 1 ms (the scale of per-launch overhead)",
@@ -228,7 +234,9 @@ def launch_summary(ctx: Context) -> list[Row]:
     sl = g.launch[short_ids]
     short_launch[sl[sl != NONE]] = True
     short_rt = float(t.runtime.dur[L["idx"]][short_launch[L["idx"]]].sum())
-    busy = gpu_utilization(ctx)
+    # Without steps the plugin's window is the CPU ops' span, start-up included: the share of
+    # the GPU's own active span is what fewer launches can change.
+    busy = gpu_utilization(ctx) if ctx.steps else None
     window = window_span_us(ctx)
     if busy is None and window:
         ms, me = merge(g.ts[kern], g.ts[kern] + kd)
@@ -243,8 +251,8 @@ def launch_summary(ctx: Context) -> list[Row]:
     by_op: dict[tuple[str, str], list[float]] = {}
     for r in rows_:
         acc = by_op.setdefault((r["op"] or "(no op)", r["api"]), [0, 0.0])
-        acc[0] += r["count"]
-        acc[1] += r["runtime_us"]
+        acc[0] += r["count"] - r["slow_calls"]
+        acc[1] += r["runtime_us"] - r["slow_call_us"]
     top = sorted(by_op.items(), key=lambda kv: -kv[1][1])[:3]
     return [
         {
@@ -262,7 +270,8 @@ def launch_summary(ctx: Context) -> list[Row]:
             "gpu_busy_pct": busy,
             "window_us": window,
             "idle_us": window * (1.0 - busy / 100.0) if window and busy is not None else None,
-            "top_launch_ops": [f"{op} ({api}) {int(n)} calls, {fmt_duration(us)}" for (op, api), (n, us) in top],
+            "top_launch_ops": [f"{op} ({api}) {int(n)} calls, {fmt_duration(us)}" for (op, api), (n, us) in top if n > 0],
+            "window": "the step" if ctx.steps else "the GPU's active span (no step markers)",
             "kernel_launch_runtime_us": klaunch,
             "slow_launch_calls": int((api_kernel & slow).sum()),
             "launch_gap_idle_us": gap_idle,
