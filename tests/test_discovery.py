@@ -138,7 +138,7 @@ def test_a_directory_of_non_traces_says_so(capsys: pytest.CaptureFixture[str], t
     (line,) = doc["errors"]
     assert line.startswith(str(tmp_path)) and "no trace files in directory (2 files skipped" in line
     assert {Path(s["path"]).name: s["reason"] for s in doc["skipped"]} == {
-        "notes.txt": "not a trace file name (.json, .json.gz)",
+        "notes.txt": "not a trace file name (.sqlite, .sqlite3, .json, .json.gz)",
         "summary.json": "JSON object without 'traceEvents' (keys: 'total_time', 'num_of_ops'), not a profiler trace",
     }
     main(["check", str(tmp_path), "-j", "1"])
@@ -170,7 +170,7 @@ def test_exclude_from_the_command_line(capsys: pytest.CaptureFixture[str], tmp_p
     # Everything excluded: nothing checked is an error, not a pass.
     code, doc, _ = _json_check(capsys, str(root), "--exclude", "*.json.gz")
     assert code == 2 and doc["traces"] == [] and len(doc["skipped"]) == 3
-    assert doc["errors"] == [f"{root}: no trace files in directory (3 files skipped; trace files are .json, .json.gz)"]
+    assert doc["errors"] == [f"{root}: no trace files in directory (3 files skipped; trace files are .sqlite, .sqlite3, .json, .json.gz)"]
     code, doc, _ = _json_check(capsys, str(GOOD), "--exclude", "sync_*")
     assert code == 2 and doc["errors"] == [f"{GOOD}: no trace to check (1 excluded)"]
 

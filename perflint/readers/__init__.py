@@ -16,11 +16,12 @@ from perflint.model import Trace
 from perflint.plugins import entry_points
 from perflint.readers import sqlite
 from perflint.readers.kineto import KinetoReader
+from perflint.readers.nsys import NsysReader
 from perflint.readers.protocol import CallableReader, ReadOptions, Reader
 from perflint.readers.source import BLANK, HEAD_BYTES, PendingRead, head, open_source, read_bytes
 
 # Sniffed in this order: formats with a distinctive signature first, Kineto's JSON last.
-READERS: dict[str, Reader] = {r.name: r for r in (KinetoReader(),)}
+READERS: dict[str, Reader] = {r.name: r for r in (NsysReader(), KinetoReader())}
 
 # Files that are traces perflint cannot read as they are, with what to do instead.
 CONVERT_HINTS = {
