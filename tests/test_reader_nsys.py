@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fixtures.nsys.make_fixtures import build_2021, build_2025
+from fixtures.nsys.make_fixtures import build_2021, build_2025, build_one_process_two_gpus
 from perflint.cli import main
 from perflint.graph.build import link
 from perflint.model import GPU_SYNC, KERNEL, MEMCPY, MEMSET, NONE, OP_ANNOTATION, OP_CPU
@@ -96,7 +96,13 @@ def test_pipit_sample_is_one_rank_on_the_device_that_ran_kernels() -> None:
     assert copies == {"Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device -> Pageable)"}
     assert (g.stream[g.kind == GPU_SYNC] == NONE).all()  # device-wide sync records have no stream
     k = g.kind == KERNEL
-    assert (g.block[k].prod(axis=1) == 256).any() and (g.regs[k] > 0).all()
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    raw = np.array(con.execute(
+        "SELECT gridX, gridY, gridZ, blockX, blockY, blockZ, registersPerThread, staticSharedMemory + dynamicSharedMemory "
+        "FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY rowid"
+    ).fetchall())  # fmt: skip
+    assert (g.grid[k] == raw[:, 0:3]).all() and (g.block[k] == raw[:, 3:6]).all()
+    assert (g.regs[k] == raw[:, 6]).all() and (g.shmem[k] == raw[:, 7]).all()
     link(t)
     assert (g.launch[k] != NONE).all()  # every kernel linked to its cudaLaunchKernel
     assert {t.s(int(t.runtime.name[r])) for r in g.launch[k]} == {"cudaLaunchKernel"}
@@ -135,6 +141,21 @@ def test_2025_export_two_processes_are_two_ranks_with_their_own_gpus() -> None:
         link(t)
         assert len(t.steps) == 3
     assert (traces[1].gpu.kind == KERNEL).sum() == (traces[0].gpu.kind == KERNEL).sum() + 1
+
+
+def test_one_process_on_two_gpus_is_two_ranks(tmp_path: Path) -> None:
+    path = tmp_path / "two_gpus.sqlite"
+    build_one_process_two_gpus(str(path))
+    traces = read_traces(str(path))
+    assert [(t.rank, t.world_size, t.meta["pid"], sorted(t.devices)) for t in traces] == [(0, 2, 6001, [0]), (1, 2, 6001, [1])]
+    for t in traces:
+        link(t)
+        k = t.gpu.kind == KERNEL
+        assert (t.gpu.launch[k] != NONE).all()  # each rank keeps the launches of its own kernels
+        launches = {int(t.runtime.correlation[r]) for r in t.gpu.launch[k]}
+        others = {int(c) for u in traces if u is not t for c in u.gpu.correlation[u.gpu.kind == KERNEL]}
+        assert not launches & others and not set(t.runtime.correlation.tolist()) & others
+        assert len(t.steps) == 3  # the process's NVTX ranges go to both ranks
 
 
 @pytest.mark.parametrize(

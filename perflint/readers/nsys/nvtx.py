@@ -80,7 +80,9 @@ def read_ranges(path: str, con: sqlite3.Connection, sc: Schema, strings: dict[in
     text_id = f'COALESCE("textId", {NULL})' if "textId" in cols else str(NULL)
     has_text = "text" in cols
     inline = 'CASE WHEN "text" IS NULL THEN 0 ELSE 1 END' if has_text else "0"
-    arr = fetch(path, con, f'SELECT "start", "end", {tid}, {text_id}, {inline} FROM "{t}" {where} ORDER BY rowid', 5)
+    start, end, gtid, ids, is_inline = fetch(
+        path, con, f'SELECT "start", "end", {tid}, {text_id}, {inline} FROM "{t}" {where} ORDER BY rowid', [np.int64] * 5
+    )
     texts: list[str] = []
     index: dict[str, int] = {}
 
@@ -91,8 +93,7 @@ def read_ranges(path: str, con: sqlite3.Connection, sc: Schema, strings: dict[in
             texts.append(s)
         return i
 
-    text = np.full(len(arr), intern(""), dtype=np.int64)
-    ids = arr[:, 3]
+    text = np.full(len(start), intern(""), dtype=np.int64)
     by_id = ids >= 0
     if by_id.any():
         uniq, inv = np.unique(ids[by_id], return_inverse=True)
@@ -103,7 +104,7 @@ def read_ranges(path: str, con: sqlite3.Connection, sc: Schema, strings: dict[in
             strings = {**strings, **fetch_strings(path, con, sc, np.asarray(missing))}
         local = np.asarray([intern(strings.get(int(u), "")) for u in uniq.tolist()], dtype=np.int64)
         text[by_id] = local[inv.reshape(-1)]
-    inl = arr[:, 4] == 1
+    inl = is_inline == 1
     if inl.any():
         try:
             rows = con.execute(f'SELECT "text" FROM "{t}" {where} AND "text" IS NOT NULL ORDER BY rowid')
@@ -112,7 +113,7 @@ def read_ranges(path: str, con: sqlite3.Connection, sc: Schema, strings: dict[in
             raise InputError(path, f"corrupt or truncated SQLite database ({exc})") from None
         except ValueError:
             raise InputError(path, f"{t} changed while it was read") from None
-    return Ranges(arr[:, 0], arr[:, 1], arr[:, 2], text, texts)
+    return Ranges(start, end, gtid, text, texts)
 
 
 def op_columns(

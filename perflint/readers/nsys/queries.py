@@ -20,23 +20,26 @@ CHUNK = 1 << 16
 NULL = -1
 
 
-def fetch(path: str, con: sqlite3.Connection, sql: str, width: int) -> np.ndarray:
-    """The rows of `sql` (integer columns) as an int64 array of shape (rows, width)."""
-    parts: list[np.ndarray] = []
+def fetch(path: str, con: sqlite3.Connection, sql: str, dtypes: list[type]) -> list[np.ndarray]:
+    """The columns of `sql` (integers), one array per column in its dtype. Each chunk of rows is
+    one transient int64 block, cast column by column, so the row tuples never pile up."""
+    width = len(dtypes)
+    parts: list[list[np.ndarray]] = [[] for _ in range(width)]
     try:
         cur = con.execute(sql)
         while True:
             rows = cur.fetchmany(CHUNK)
             if not rows:
                 break
-            parts.append(np.array(rows, dtype=np.int64).reshape(len(rows), width))
+            block = np.array(rows, dtype=np.int64).reshape(len(rows), width)
+            del rows
+            for i, dt in enumerate(dtypes):
+                parts[i].append(block[:, i].astype(dt))
     except sqlite3.DatabaseError as exc:
         raise InputError(path, f"corrupt or truncated SQLite database ({exc})") from None
     except (TypeError, ValueError, OverflowError):
         raise InputError(path, f"non-integer values where integers belong in: {sql.split(' FROM ')[-1]}") from None
-    if not parts:
-        return np.zeros((0, width), dtype=np.int64)
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+    return [p[0] if len(p) == 1 else np.concatenate(p) if p else np.zeros(0, dtype=dt) for p, dt in zip(parts, dtypes)]
 
 
 def _c(sc: Schema, table: str, *names: str, default: str = str(NULL)) -> str:
@@ -58,10 +61,15 @@ class Columns:
         return len(next(iter(self.cols.values()))) if self.cols else 0
 
 
+# Columns that fit in 32 bits (ids, counts, launch dimensions); the rest stay int64.
+_NARROW = {"device", "name", "regs", "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "copy_kind",
+           "src_kind", "dst_kind", "mem_kind", "sync_type"}  # fmt: skip
+
+
 def _table(path: str, con: sqlite3.Connection, table: str, exprs: dict[str, str]) -> Columns:
     sql = f"SELECT {', '.join(exprs.values())} FROM \"{table}\""
-    arr = fetch(path, con, sql, len(exprs))
-    return Columns({k: arr[:, i] for i, k in enumerate(exprs)})
+    cols = fetch(path, con, sql, [np.int32 if k in _NARROW else np.int64 for k in exprs])
+    return Columns(dict(zip(exprs, cols)))
 
 
 def _common(sc: Schema, t: str) -> dict[str, str]:
@@ -71,15 +79,40 @@ def _common(sc: Schema, t: str) -> dict[str, str]:
     }  # fmt: skip
 
 
+def _packed(sc: Schema, t: str, fields: tuple[tuple[str, int], ...]) -> str:
+    """One integer holding several small columns (NULL and absent as 0): fewer Python objects per
+    fetched row. `fields` are (column, bit offset), unpacked by `unpack`."""
+    parts = [f'(COALESCE("{c}", 0) << {shift})' for c, shift in fields if c in sc.cols(t)]
+    return " | ".join(parts) or "0"
+
+
+def unpack(packed: np.ndarray, shift: int, bits: int) -> np.ndarray:
+    return (packed >> shift) & ((1 << bits) - 1)
+
+
+# Launch dimensions: grid x < 2^31, y, z < 2^16; block x, y <= 1024, z <= 64; registers < 2^8
+# per thread above shared memory bytes < 2^40.
+GRID = (("gridX", 32), ("gridY", 16), ("gridZ", 0))
+BLOCK = (("blockX", 42), ("blockY", 21), ("blockZ", 0))
+
+
 def kernels(path: str, con: sqlite3.Connection, sc: Schema) -> Columns:
     t = S.KERNEL
     shm = " + ".join(f'COALESCE("{c}", 0)' for c in ("staticSharedMemory", "dynamicSharedMemory") if c in sc.cols(t))
+    regs = f'(COALESCE("registersPerThread", 0) << 40)' if "registersPerThread" in sc.cols(t) else "0"
     exprs = {
-        **_common(sc, t), "name": _c(sc, t, sc.kernel_name),
-        **{k: _c(sc, t, k, default="0") for k in ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ")},
-        "regs": _c(sc, t, "registersPerThread"), "shmem": shm or str(NULL),
+        **_common(sc, t), "name": _c(sc, t, sc.kernel_name), "grid": _packed(sc, t, GRID),
+        "block": _packed(sc, t, BLOCK), "regs_shmem": f"{regs} | ({shm or 0})",
     }  # fmt: skip
-    return _table(path, con, t, exprs)
+    cols = _table(path, con, t, exprs)
+    c = cols.cols
+    grid, block, rs = c.pop("grid"), c.pop("block"), c.pop("regs_shmem")
+    c.update({"gridX": unpack(grid, 32, 31), "gridY": unpack(grid, 16, 16), "gridZ": unpack(grid, 0, 16)})
+    c.update({"blockX": unpack(block, 42, 21), "blockY": unpack(block, 21, 21), "blockZ": unpack(block, 0, 21)})
+    regs_v = unpack(rs, 40, 16)
+    c["regs"] = np.where(regs_v > 0, regs_v, NULL).astype(np.int32)
+    c["shmem"] = unpack(rs, 0, 40) if shm else np.full(len(rs), NULL, np.int64)
+    return cols
 
 
 def memcpys(path: str, con: sqlite3.Connection, sc: Schema) -> Columns | None:

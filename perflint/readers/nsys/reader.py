@@ -117,8 +117,9 @@ def _fill_pids(gpu: _Gpu, rt_corr: np.ndarray, rt_pid: np.ndarray) -> None:
 def _ranks(gpu: _Gpu, rt_pid: np.ndarray) -> list[tuple[int, int]]:
     """(pid, device) per rank, in a stable order: processes by pid, devices by id."""
     if len(gpu):
-        keys = np.unique(np.stack([gpu.pid, gpu.device], axis=1), axis=0)
-        return [(int(p), int(d)) for p, d in keys.tolist()]
+        # One int64 key per (pid, device): pid is 24 bits (or -1), device ids are small.
+        keys = np.unique((gpu.pid.astype(np.int64) << 32) | (gpu.device.astype(np.int64) & 0xFFFFFFFF))
+        return [(k >> 32, (k & 0xFFFFFFFF) - ((k & 0x80000000) << 1)) for k in keys.tolist()]
     pids = np.unique(rt_pid)
     return [(int(p), NONE) for p in pids.tolist()] or [(NONE, NONE)]
 
@@ -151,7 +152,7 @@ def _read(path: str, con: sqlite3.Connection) -> list[Trace]:
     rt = Q.runtime(path, con, sc)
     if rt is None:
         rt = Q.Columns({k: np.zeros(0, np.int64) for k in ("start", "end", "tid", "correlation", "name")})
-    rt_pid, rt_tid = split_global_id(rt["tid"])
+    rt_pid = split_global_id(rt["tid"])[0]
     api = Q.strings(path, con, sc, rt["name"])
     rt_name = names.map(rt["name"], lambda i: runtime_name(api.get(i, "")))
     _fill_pids(gpu, rt["correlation"], rt_pid)
@@ -168,7 +169,7 @@ def _read(path: str, con: sqlite3.Connection) -> list[Trace]:
         r = _runtime_rows(gpu, ranks, pid, dev, rt_pid, rt["correlation"])
         ops = np.flatnonzero(nv_pid == pid)
         out.append(
-            _trace(path, sc, names, gpu, g, rt, rt_name, rt_pid, rt_tid, r, nvtx, ops, devices, pid, dev,
+            _trace(path, sc, names, gpu, g, rt, rt_name, rt_pid, r, nvtx, ops, devices, pid, dev,
                    rank=i if many else None, world=len(ranks) if many else None, process=procs.get(pid),
                    warnings=warnings)
         )  # fmt: skip
@@ -221,7 +222,7 @@ def _warnings(sc: Schema, nvtx: Ranges | None, n_runtime: int) -> list[str]:
 
 def _trace(
     path: str, sc: Schema, names: _Names, gpu: _Gpu, g: np.ndarray, rt: Q.Columns, rt_name: np.ndarray,
-    rt_pid: np.ndarray, rt_tid: np.ndarray, r: np.ndarray, nvtx: Ranges | None, ops: np.ndarray,
+    rt_pid: np.ndarray, r: np.ndarray, nvtx: Ranges | None, ops: np.ndarray,
     devices: dict[tuple[int, int], Device], pid: int, dev: int, *, rank: int | None, world: int | None,
     process: str | None, warnings: list[str],
 ) -> Trace:  # fmt: skip
@@ -233,26 +234,30 @@ def _trace(
         uniq, inv = np.unique(idx, return_inverse=True)
         return np.asarray([strings.id(names.list[int(u)]) for u in uniq.tolist()], np.int32)[inv.reshape(-1)]
 
-    def thread_ids(p: np.ndarray, t: np.ndarray) -> np.ndarray:
-        if len(p) == 0:
+    def thread_ids(gtid: np.ndarray) -> np.ndarray:
+        """Thread table ids of globalTid values (one per distinct thread)."""
+        if len(gtid) == 0:
             return np.zeros(0, np.int32)
-        keys, inv = np.unique(np.stack([p, t], axis=1), axis=0, return_inverse=True)
-        return np.asarray([threads.id(int(a), int(b)) for a, b in keys.tolist()], np.int32)[inv.reshape(-1)]
+        keys, inv = np.unique(gtid, return_inverse=True)
+        p, t = split_global_id(keys)
+        return np.asarray([threads.id(int(a), int(b)) for a, b in zip(p.tolist(), t.tolist())], np.int32)[inv.reshape(-1)]
 
+    # A file with one rank (the usual case) hands its columns over whole, without a copy.
+    gt = (lambda a: a) if len(g) == len(gpu) else (lambda a: a[g])
+    rtt = (lambda a: a) if len(r) == len(rt) else (lambda a: a[r])
     gpu_cols = {
-        "kind": gpu.kind[g], "name": interned(gpu.name[g]), "device": gpu.device[g], "stream": gpu.stream[g],
-        "ts": gpu.start[g] / 1000.0, "dur": (gpu.end[g] - gpu.start[g]) / 1000.0, "correlation": gpu.correlation[g],
-        "grid": gpu.grid[g], "block": gpu.block[g], "regs": gpu.regs[g], "shmem": gpu.shmem[g], "nbytes": gpu.nbytes[g],
+        "kind": gt(gpu.kind), "name": interned(gt(gpu.name)), "device": gt(gpu.device), "stream": gt(gpu.stream),
+        "ts": gt(gpu.start) / 1000.0, "dur": (gt(gpu.end) - gt(gpu.start)) / 1000.0, "correlation": gt(gpu.correlation),
+        "grid": gt(gpu.grid), "block": gt(gpu.block), "regs": gt(gpu.regs), "shmem": gt(gpu.shmem), "nbytes": gt(gpu.nbytes),
     }  # fmt: skip
     rt_cols = {
-        "name": interned(rt_name[r]), "thread": thread_ids(rt_pid[r], rt_tid[r]), "ts": rt["start"][r] / 1000.0,
-        "dur": (rt["end"][r] - rt["start"][r]) / 1000.0, "correlation": rt["correlation"][r],
+        "name": interned(rtt(rt_name)), "thread": thread_ids(rtt(rt["tid"])), "ts": rtt(rt["start"]) / 1000.0,
+        "dur": (rtt(rt["end"]) - rtt(rt["start"])) / 1000.0, "correlation": rtt(rt["correlation"]),
     }  # fmt: skip
     op_cols = None
     if nvtx is not None and len(ops):
-        p, t = split_global_id(nvtx.tid[ops])
         op_cols = op_columns(
-            nvtx, ops, strings.id, thread_ids(p, t), t, nvtx.start[ops] / 1000.0, (nvtx.end[ops] - nvtx.start[ops]) / 1000.0
+            nvtx, ops, strings.id, thread_ids(nvtx.tid[ops]), split_global_id(nvtx.tid[ops])[1], nvtx.start[ops] / 1000.0, (nvtx.end[ops] - nvtx.start[ops]) / 1000.0
         )
     used = sorted({int(d) for d in np.unique(gpu.device[g]).tolist()}) if dev != NONE else []
     devs = devices_of(devices, pid, used)  # type: ignore[arg-type]
