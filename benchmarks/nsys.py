@@ -27,6 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT.parent / "shared" / "traces" / "pipit" / "cloverleaf-nsys" / "perlmutter-cloverleaf-cuda.sqlite"
 TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME")
 SECTION = "## Nsight Systems SQLite export"
+NOTE = (
+    "Peak RSS: the trace's own columns take about 160 bytes per GPU row and 44 per runtime call in the model's dtypes (times float64, grid and block int64 triples, occupancy fields), ~1.9 GB for this file's 9.2 M GPU rows (kernels, copies, sync records) and 9.7 M calls, against about 55 bytes per row in the SQLite file; the RSS target cannot be met without narrower model columns. Wall time: `perflint check` reads four tables (kernels, runtime, copies, syncs: 18.9 M rows) where the SELECT baseline reads two (13.9 M); fetching rows through Python's sqlite3 is most of it. Timings on this 2-core machine shared with other jobs vary by up to 2x between runs."
+)
 
 
 def measure(cmd: list[str], repeat: int) -> tuple[float, float]:
@@ -91,7 +94,7 @@ def table(big: Path, results: list[tuple[str, float, float]], repeat: int) -> st
         "| target | value | verdict |", "|---|---:|---|",
         f"| check wall / python SELECT wall <= 2 | {check_w / select:.2f} | {'PASS' if check_w <= 2 * select else 'FAIL'} |",
         f"| check peak RSS / file size <= 1 | {check_r / mb:.2f} | {'PASS' if check_r <= mb else 'FAIL'} |",
-        "",
+        "", NOTE, "",
     ]  # fmt: skip
     return "\n".join(lines)
 
