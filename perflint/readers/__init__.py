@@ -18,11 +18,12 @@ from perflint.readers import sqlite
 from perflint.readers.kineto import KinetoReader
 from perflint.readers.mindspore import MindSporeReader
 from perflint.readers.nvprof import NvprofReader
+from perflint.readers.nsys import NsysReader
 from perflint.readers.protocol import CallableReader, ReadOptions, Reader
 from perflint.readers.source import BLANK, HEAD_BYTES, PendingRead, head, open_source, read_bytes
 
 # Sniffed in this order: formats with a distinctive signature first, Kineto's JSON last.
-READERS: dict[str, Reader] = {r.name: r for r in (NvprofReader(), MindSporeReader(), KinetoReader())}
+READERS: dict[str, Reader] = {r.name: r for r in (NsysReader(), NvprofReader(), MindSporeReader(), KinetoReader())}
 
 # Files that are traces perflint cannot read as they are, with what to do instead.
 CONVERT_HINTS = {
