@@ -262,4 +262,23 @@ def test_config_error_names_the_key_as_the_file_spells_it(key: str, tmp_path: Pa
     cfg = tmp_path / "c.yaml"
     cfg.write_text(f"{key}: sometimes\n")
     assert main(["check", _trace(tmp_path), "--config", str(cfg)]) == 2
-    assert f"{cfg}: key '{key}': Input should be" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        f"perflint: error: {cfg}:1: key '{key}': 'sometimes' is not one of: error, warning, info, never\n"
+    )
+
+
+def test_config_errors_in_perflint_words_with_lines(tmp_path: Path, capsys) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("select: [TC]\nfail_onn: error\nsuppress:\n  - rule: TC001\n    reson: x\n")
+    assert main(["check", _trace(tmp_path), "--config", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Unexpected keyword" not in err
+    assert err.startswith(f"perflint: error: {cfg}:2: unknown key 'fail_onn' (did you mean 'fail-on'?)")
+    assert "line 4: key 'suppress.0.reason' is required" in err and "line 5: unknown key 'suppress.0.reson'" in err
+
+
+def test_override_of_an_unknown_rule_is_refused(tmp_path: Path, capsys) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("fail-on: error\nrules:\n  NOPE123: {severity: info}\n")
+    assert main(["check", _trace(tmp_path), "--config", str(cfg)]) == 2
+    assert f"{cfg}:3: key 'rules.NOPE123': selector 'NOPE123' matches no rule" in capsys.readouterr().err
