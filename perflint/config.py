@@ -89,7 +89,9 @@ def _read_mapping(path: Path) -> dict[str, Any]:
         # libyaml's loader parses ~10x faster than the pure-Python one; same safe tag set.
         data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
-        raise ConfigError(str(path), f"invalid YAML: {getattr(exc, 'problem', exc)}") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise ConfigError(where, f"invalid YAML: {getattr(exc, 'problem', exc)}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -46,7 +46,9 @@ def test_paths_relative_to_the_repository_root(tmp_path: Path, monkeypatch: pyte
     repo = _repo(tmp_path)
     monkeypatch.chdir(repo / "sub")
     root = str(repo)
+    (repo / "sub" / "t.json").write_text("{}")
     assert repo_path("t.json", root) == "sub/t.json"  # relative to the working directory below the root
+    assert repo_path("model/head.py", root) == "model/head.py"  # a recorded relative path, kept
     assert repo_path(str(repo / "model" / "head.py"), root) == "model/head.py"
     # A stack recorded on another machine: placed by the tail that exists in the checkout.
     assert repo_path("/home/ci/work/repo/model/head.py", root) == "model/head.py"

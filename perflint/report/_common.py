@@ -105,21 +105,28 @@ def skipped_by_reason(result: RunResult) -> list[tuple[str, list[str]]]:
     return sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
 
 
-@functools.lru_cache(maxsize=4096)
 def repo_path(path: str, root: str) -> str | None:
     """`path` as code hosts place it: POSIX, relative to the repository root `root`.
 
-    A relative path is relative to the working directory, which may be below the root. An absolute
-    path outside the root (a stack recorded on another machine, /home/ci/work/repo/model.py) is
-    matched by its longest tail that exists under the root. None when neither places it; a
-    relative path that does not resolve under the root is kept as given."""
+    A relative path that exists from the working directory (which may be below the root) is
+    re-based onto the root; other relative paths are kept as given. An absolute path outside the
+    root (a stack recorded on another machine, /home/ci/work/repo/model.py) is matched by its
+    longest tail that exists under the root. None when nothing places an absolute path."""
+    return _repo_path(path, root, os.getcwd())
+
+
+@functools.lru_cache(maxsize=4096)
+def _repo_path(path: str, root: str, cwd: str) -> str | None:
     p = path.replace("\\", "/")
     root_p = Path(root).resolve()
     if not os.path.isabs(p):
-        try:
-            return (Path.cwd() / p).resolve().relative_to(root_p).as_posix()
-        except ValueError:
-            return str(PurePosixPath(p)).removeprefix("./")
+        here = Path(cwd) / p
+        if here.exists():
+            try:
+                return here.resolve().relative_to(root_p).as_posix()
+            except ValueError:
+                pass
+        return str(PurePosixPath(p)).removeprefix("./")
     try:
         return Path(p).resolve().relative_to(root_p).as_posix()
     except ValueError:
