@@ -90,8 +90,8 @@ def _read_mapping(path: Path) -> dict[str, Any]:
         data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        raise ConfigError(where, f"invalid YAML: {getattr(exc, 'problem', exc)}") from None
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        raise ConfigError(str(path), f"{where}invalid YAML: {getattr(exc, 'problem', exc)}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -116,11 +116,9 @@ def _checked(path: Path, data: dict[str, Any], spelled: dict[Any, Any]) -> Confi
 
 
 def _where(path: Path, problems: list[tuple[int | None, str]]) -> tuple[str, str]:
-    """(source, problem) of a ConfigError listing every problem: `file:line` of the first, then
-    the others with their lines, on one line."""
-    line, first = problems[0]
-    rest = [f"line {n}: {p}" if n else p for n, p in problems[1:]]
-    return (f"{path}:{line}" if line else str(path)), "; ".join([first, *rest])
+    """(source, problem) of a ConfigError listing every problem, each with its line, on one line;
+    the source stays the file's path (what the Python API's callers compare)."""
+    return str(path), "; ".join(f"line {n}: {p}" if n else p for n, p in problems)
 
 
 _KNOWN = {
