@@ -151,3 +151,16 @@ def test_summary_timeline_sparkline() -> None:
     assert util.endswith("mean 50.0%")
     sm = next(l for l in lines if "SM efficiency" in l).split("|")[1]
     assert sm[0] == "▄" and sm[-1] == " "
+
+
+def test_summary_timeline_in_text_on_a_real_trace(capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.conftest import shared_trace
+
+    trace = shared_trace("hta/trace_compare/base/base.json.gz")
+    assert main(["summary", trace, "--timeline", "--jobs", "1"]) == 0
+    text = capsys.readouterr().out
+    assert re.search(r"^Timeline +\S+ .*in buckets of", text, re.M)
+    util = re.search(r"^  GPU \d+ utilization +\|(.+)\| mean (\d+\.\d)%$", text, re.M)
+    assert util and 1 <= len(util.group(1)) <= 60 and set(util.group(1)) <= set(" ▁▂▃▄▅▆▇█")
+    assert main(["summary", trace, "--jobs", "1"]) == 0
+    assert "Timeline" not in capsys.readouterr().out  # only when asked for
