@@ -38,9 +38,11 @@ def _reader() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="perflint", description="Performance linter and CI gate for GPU profiler traces.")
-    parser.add_argument("--version", action="version", version=f"perflint {__version__} ({_reader()})")
+    parser.add_argument(
+        "-V", "--version", action="version", version=f"perflint {__version__} ({_reader()})", help="print the version and exit"
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser, help="run 'perflint COMMAND --help'")
     for name, module in COMMANDS.items():
         module.add_parser(sub, name)
     return parser

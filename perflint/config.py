@@ -89,7 +89,9 @@ def _read_mapping(path: Path) -> dict[str, Any]:
         # libyaml's loader parses ~10x faster than the pure-Python one; same safe tag set.
         data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
-        raise ConfigError(str(path), f"invalid YAML: {getattr(exc, 'problem', exc)}") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        raise ConfigError(str(path), f"{where}invalid YAML: {getattr(exc, 'problem', exc)}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -103,12 +105,81 @@ def _checked(path: Path, data: dict[str, Any], spelled: dict[Any, Any]) -> Confi
     try:
         return TypeAdapter(Config).validate_python(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = list(err["loc"])
-        if loc:
-            loc[0] = spelled.get(loc[0], loc[0])  # the key as the file spells it
-        key = ".".join(str(p) for p in loc)
-        raise ConfigError(str(path), f"key '{key}': {err['msg']}") from None
+        problems = []
+        for err in exc.errors():
+            loc = list(err["loc"])
+            if loc:
+                loc[0] = spelled.get(loc[0], loc[0])  # the key as the file spells it
+            problems.append((config_line(path, loc), _problem(loc, err)))
+        problems.sort(key=lambda lp: lp[0] or 0)  # in the file's order
+        raise ConfigError(*_where(path, problems)) from None
+
+
+def _where(path: Path, problems: list[tuple[int | None, str]]) -> tuple[str, str]:
+    """(source, problem) of a ConfigError listing every problem, each with its line, on one line;
+    the source stays the file's path (what the Python API's callers compare)."""
+    return str(path), "; ".join(f"line {n}: {p}" if n else p for n, p in problems)
+
+
+_KNOWN = {
+    (): ["extends", "select", "extend-select", "ignore", "rules", "rule-dirs", "suppress", "fail-on", "include-edge-steps", "exclude"],
+    ("rules",): ["severity", "params"],
+    ("suppress",): ["rule", "reason", "op", "kernel", "path", "expires"],
+}
+
+
+def _problem(loc: list[Any], err: Any) -> str:
+    """A pydantic error in the words of a config file: which key, what is wrong with it."""
+    kind = err["type"]
+    parents = tuple(p for p in loc[:-1] if isinstance(p, str) and p in ("rules", "suppress"))[:1]
+    key = ".".join(str(p) for p in loc)
+    if kind in ("unexpected_keyword_argument", "extra_forbidden"):
+        known = _KNOWN.get(parents, [])
+        import difflib
+
+        close = difflib.get_close_matches(str(loc[-1]).replace("_", "-"), known, n=1)
+        hint = f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(known)}"
+        return f"unknown key '{key}' ({hint})"
+    if kind in ("missing", "missing_argument"):
+        return f"key '{key}' is required"
+    given = err.get("input")
+    shown = repr(given) if not isinstance(given, (dict, list)) else type(given).__name__
+    if kind == "literal_error":
+        choices = err.get("ctx", {}).get("expected", "").replace("'", "").replace(" or ", ", ")
+        return f"key '{key}': {shown} is not one of: {choices}"
+    msg = str(err["msg"]).replace("Input should be", "should be")
+    return f"key '{key}': {msg}, not {shown}"
+
+
+def config_line(path: Path, loc: list[Any]) -> int | None:
+    """The line (1-based) of the YAML node at `loc` (keys and list indexes), or of its nearest
+    parent present; None for TOML or an unreadable file. Used only on an error, so it reads again."""
+    if path.suffix not in (".yaml", ".yml"):
+        return None
+    import yaml
+
+    try:
+        node = yaml.compose(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (OSError, yaml.YAMLError):
+        return None
+    if node is None:
+        return None
+    line = int(node.start_mark.line) + 1
+    for part in loc:
+        nxt = None
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if str(k.value) == str(part) or str(k.value).replace("-", "_") == str(part):
+                    line = int(k.start_mark.line) + 1
+                    nxt = v
+                    break
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
+            nxt = node.value[part]
+            line = int(nxt.start_mark.line) + 1
+        if nxt is None:
+            break
+        node = nxt
+    return line
 
 
 def _validate(path: Path, data: dict[str, Any]) -> Config:
@@ -120,7 +191,9 @@ def _validate(path: Path, data: dict[str, Any]) -> Config:
     cfg = _checked(path, data, spelled) if data else Config()
     for i, s in enumerate(cfg.suppress):
         if not s.reason.strip():
-            raise ConfigError(str(path), f"key 'suppress.{i}.reason': a suppression needs a non-empty reason")
+            raise ConfigError(
+                *_where(path, [(config_line(path, ["suppress", i, "reason"]), f"key 'suppress.{i}.reason': a suppression needs a non-empty reason")])
+            )
     cfg.source = str(path)
     base = path.parent
     cfg.rule_dirs = [str((base / d).resolve()) if not os.path.isabs(d) else d for d in cfg.rule_dirs]
@@ -235,6 +308,9 @@ def select_rules(
     for s in [*sel, *ign]:
         if s != "ALL" and not any(selector_score(s, r) for r in rules):
             raise ConfigError(cfg.source or "command line", f"selector '{s}' matches no rule")
+    for key in cfg.rules:  # an override of a rule that does not exist would silently do nothing
+        if key != "ALL" and not any(selector_score(key, r) for r in rules):
+            raise ConfigError(*_override_where(cfg, key, f"key 'rules.{key}': selector '{key}' matches no rule"))
     active: list[ActiveRule] = []
     for r in rules:
         if _best(sel, r) <= _best(ign, r):
@@ -248,13 +324,25 @@ def select_rules(
                 severity = ov.severity
             for pk, pv in ov.params.items():
                 if pk not in r.params:
-                    raise ConfigError(cfg.source or "config", f"rules.{key}.params: rule {r.code} has no param '{pk}'")
+                    known = ", ".join(sorted(r.params)) or "none"
+                    raise ConfigError(
+                        *_override_where(cfg, key, f"key 'rules.{key}.params.{pk}': rule {r.code} has no param '{pk}' (its params: {known})", ["params", pk])
+                    )
                 try:
                     params[pk] = coerce_param(r.params[pk].type, pv)
                 except ValueError as exc:
-                    raise ConfigError(cfg.source or "config", f"rules.{key}.params.{pk}: {exc}") from None
+                    raise ConfigError(*_override_where(cfg, key, f"key 'rules.{key}.params.{pk}': {exc}", ["params", pk])) from None
         active.append(ActiveRule(rule=r, severity=severity, params=params))
     return active
+
+
+def _override_where(cfg: Config, key: str, problem: str, sub: list[Any] | None = None) -> tuple[str, str]:
+    """A rule override's error, at its line when the config is YAML. Merged configs
+    (`extends`) name the last file read; the key's line is looked up there."""
+    if not cfg.source:
+        return "config", problem
+    path = Path(cfg.source)
+    return _where(path, [(config_line(path, ["rules", key, *(sub or [])]), problem)])
 
 
 # --- suppressions ----------------------------------------------------------------------

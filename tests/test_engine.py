@@ -4,6 +4,7 @@ and extensibility (a user YAML rule dir; a Python entry point adding a metric)."
 from __future__ import annotations
 
 import json
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -262,4 +263,30 @@ def test_config_error_names_the_key_as_the_file_spells_it(key: str, tmp_path: Pa
     cfg = tmp_path / "c.yaml"
     cfg.write_text(f"{key}: sometimes\n")
     assert main(["check", _trace(tmp_path), "--config", str(cfg)]) == 2
-    assert f"{cfg}: key '{key}': Input should be" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        f"perflint: error: {cfg}: line 1: key '{key}': 'sometimes' is not one of: error, warning, info, never\n"
+    )
+
+
+def test_config_errors_in_perflint_words_with_lines(tmp_path: Path, capsys) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("select: [TC]\nfail_onn: error\nsuppress:\n  - rule: TC001\n    reson: x\n")
+    assert main(["check", _trace(tmp_path), "--config", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Unexpected keyword" not in err
+    assert err.startswith(f"perflint: error: {cfg}: line 2: unknown key 'fail_onn' (did you mean 'fail-on'?)")
+    assert "line 4: key 'suppress.0.reason' is required" in err and "line 5: unknown key 'suppress.0.reson'" in err
+
+
+def test_invalid_yaml_names_its_line(tmp_path: Path, capsys) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("select: [TC]\nignore: [DIM\nfail-on: error\n")
+    assert main(["check", _trace(tmp_path), "--config", str(cfg)]) == 2
+    assert re.match(rf"perflint: error: {re.escape(str(cfg))}: line \d+: invalid YAML: ", capsys.readouterr().err)
+
+
+def test_override_of_an_unknown_rule_is_refused(tmp_path: Path, capsys) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("fail-on: error\nrules:\n  NOPE123: {severity: info}\n")
+    assert main(["check", _trace(tmp_path), "--config", str(cfg)]) == 2
+    assert f"{cfg}: line 3: key 'rules.NOPE123': selector 'NOPE123' matches no rule" in capsys.readouterr().err

@@ -36,15 +36,18 @@ def test_junit_suites_cases_and_states(tmp_path: Path) -> None:
     assert set(suites) == {
         "traces/train.pt.trace.json.gz", "traces/ranks/rank1.json [rank 1]", "run (all ranks)", "perflint.errors", "perflint.skipped"
     }
-    train = {c.name: c for c in suites["traces/train.pt.trace.json.gz"]}
-    assert set(train) == {"TC001 tensor-cores.half-precision-without-tensor-cores", "LAUNCH001 launch.launch-bound", "HEALTH003 health.no-input-dims"}
-    (fail,) = [r for r in train["TC001 tensor-cores.half-precision-without-tensor-cores"].result if isinstance(r, Failure)]
+    a, b = "traces/train.pt.trace.json.gz", "traces/ranks/rank1.json [rank 1]"
+    train = {c.name: c for c in suites[a]}
+    assert set(train) == {f"TC001 {a}", f"LAUNCH001 {a}", f"HEALTH003 {a}"}
+    assert train[f"TC001 {a}"].classname == "perflint.tensor-cores"
+    (fail,) = [r for r in train[f"TC001 {a}"].result if isinstance(r, Failure)]
     assert "time_us: 4000" in fail.text and "model/head.py:42" in fail.text and "fix:" in fail.text
+    assert fail.message.startswith("TC001 tensor-cores.half-precision-without-tensor-cores: 1 error finding")
     # Warnings are below the default gate (error): passed, findings listed in system-out.
-    assert train["LAUNCH001 launch.launch-bound"].is_passed
-    assert "idle_pct" in train["LAUNCH001 launch.launch-bound"].system_out
-    rank1 = {c.name: c for c in suites["traces/ranks/rank1.json [rank 1]"]}
-    (skip,) = rank1["TC001 tensor-cores.half-precision-without-tensor-cores"].result
+    assert train[f"LAUNCH001 {a}"].is_passed
+    assert "idle_pct" in train[f"LAUNCH001 {a}"].system_out
+    rank1 = {c.name: c for c in suites[b]}
+    (skip,) = rank1[f"TC001 {b}"].result
     assert isinstance(skip, Skipped) and "no GPU kernel events" in skip.message
     (err,) = list(suites["perflint.errors"])[0].result
     assert isinstance(err, Error)
@@ -64,8 +67,8 @@ def test_junit_gate_follows_fail_on(tmp_path: Path) -> None:
     path.write_text(render("junit", sample_result(fail_on="warning")), encoding="utf-8")
     xml = JUnitXml.fromfile(str(path))
     failed = sorted(c.name for s in xml for c in s if any(isinstance(r, Failure) for r in c.result))
-    assert failed == ["LAUNCH001 launch.launch-bound", "STRAG001 distributed.straggler-rank",
-                      "TC001 tensor-cores.half-precision-without-tensor-cores"]
+    assert failed == ["LAUNCH001 traces/train.pt.trace.json.gz", "STRAG001 run (all ranks)",
+                      "TC001 traces/train.pt.trace.json.gz"]
 
 
 # --- SARIF -----------------------------------------------------------------------------------
@@ -164,6 +167,13 @@ def test_markdown_tiny_budget_still_has_verdict() -> None:
     _verdict_and_counts(md)
 
 
+@pytest.mark.parametrize("budget", [1, 20, 60, 120])
+def test_markdown_never_cuts_the_verdict_line(budget: int) -> None:
+    md = render("markdown", many_findings(50), max_bytes=budget)
+    first = render("markdown", many_findings(50)).splitlines()[0]
+    assert md.splitlines()[0] == first and first.endswith("(fail-on error)")
+
+
 def test_markdown_escapes_table_cells() -> None:
     md = render("markdown")
     row = next(line for line in md.splitlines() if line.startswith("| 1 |"))
@@ -207,7 +217,7 @@ def test_github_escapes_data() -> None:
 # --- Text ------------------------------------------------------------------------------------
 
 def test_text_width_grouping_and_color() -> None:
-    out = render("text", many_findings(12))
+    out = render("text", many_findings(12), width=100)
     assert max(len(l) for l in out.splitlines()[:-1]) <= 100
     assert out.index("Errors (4)") < out.index("Warnings (4)") < out.index("Info (5)")
     assert "\x1b[" not in out
@@ -218,15 +228,17 @@ def test_text_width_grouping_and_color() -> None:
 def test_text_color_only_on_tty_and_never_with_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
     import argparse
 
-    from perflint.commands.check import _use_color
+    from perflint.commands.common import use_color
 
     args = argparse.Namespace(output=None)
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.delenv("FORCE_COLOR", raising=False)
     monkeypatch.setattr("sys.stdout.isatty", lambda: True, raising=False)
-    assert _use_color(args) is True
+    assert use_color(args) is True
     monkeypatch.setenv("NO_COLOR", "1")
-    assert _use_color(args) is False
+    assert use_color(args) is False
+    monkeypatch.setenv("NO_COLOR", "")  # no-color.org: only a non-empty value disables colour
+    assert use_color(args) is True
     monkeypatch.delenv("NO_COLOR")
     monkeypatch.setattr("sys.stdout.isatty", lambda: False, raising=False)
-    assert _use_color(args) is False
+    assert use_color(args) is False

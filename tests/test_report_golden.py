@@ -16,7 +16,16 @@ from perflint.report import REPORTERS, ReportOptions
 from tests.report_sample import sample_result
 
 GOLDEN = Path(__file__).parent / "golden"
-FORMATS = {"text": "txt", "json": "json", "junit": "xml", "markdown": "md", "sarif": "sarif", "github": "github.txt"}
+FORMATS = {
+    "text": "txt",
+    "json": "json",
+    "junit": "xml",
+    "markdown": "md",
+    "sarif": "sarif",
+    "github": "github.txt",
+    "concise": "concise.txt",
+    "gitlab": "gitlab.json",
+}
 
 
 def normalize(text: str) -> str:

@@ -23,8 +23,23 @@ def test_bad_and_duplicate_files(tmp_path: Path, capsys: pytest.CaptureFixture[s
     copy = tmp_path / "copy.yaml"
     copy.write_text(Path(TC001).read_text())
     errors = validate_files([str(bad), TC001, str(copy)])
-    assert len(errors) == 3  # bad file + duplicate code + duplicate name
-    assert errors[0].startswith(str(bad))
+    # Every problem of the bad file (one line each), then the duplicate code and the duplicate name.
+    assert [e for e in errors if not e.startswith(str(bad))] == [
+        f"{copy}: duplicate rule 'TC001' (also defined in {TC001})",
+        f"{copy}: duplicate rule 'tensor-cores.half-precision-without-tensor-cores' (also defined in {TC001})",
+    ]
+    assert errors[0].startswith(str(bad)) and len(errors) > 3
     assert rules_validate.run(argparse.Namespace(files=[str(bad)])) == 2
     assert rules_validate.run(argparse.Namespace(files=[TC001])) == 0
     assert "error" in capsys.readouterr().err
+
+
+def test_every_schema_problem_is_listed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("code: tc1\nname: x\nseverity: fatal\n")
+    errors = validate_files([str(bad)])
+    assert len(errors) >= 5 and all(e.startswith(f"{bad}: key '") for e in errors)
+    assert not any("more)" in e for e in errors)
+    assert {"key 'code'", "key 'severity'", "key 'fix'"} <= {e.split(": ")[1] for e in errors}
+    assert rules_validate.run(argparse.Namespace(files=[str(bad)])) == 2
+    assert capsys.readouterr().err.count("perflint: error: ") == len(errors)

@@ -8,13 +8,15 @@ import sys
 from typing import Any
 
 from perflint.commands import check
+from perflint.commands.common import add_check_options
 from perflint.errors import UsageError
+
+_WHAT = "record today's findings as accepted (ratchet): later checks with --accepted fail only on new findings"
 
 
 def add_parser(sub: Any, name: str) -> None:
-    check.add_parser(sub, name)
-    p = sub.choices[name]
-    p.description = "record current findings as accepted (ratchet): later checks fail only on new findings"
+    p = sub.add_parser(name, help=_WHAT + "; writes -o FILE", description=_WHAT + ".")
+    add_check_options(p)
     p.add_argument("--reason", required=True, help="why these findings are accepted (stored with each entry)")
     existing = p.add_mutually_exclusive_group()
     existing.add_argument("--merge", action="store_true", help="add to the output file, keeping its entries")

@@ -9,10 +9,19 @@ from typing import TYPE_CHECKING, Any
 
 from perflint.api import CheckOptions, prepare, run_check
 from perflint.api import _check_one  # noqa: F401 (the per-trace work, where tests find it)
-from perflint.commands.common import add_input_options, budget_of, exclude_of, executor_of, jobs_of, report_errors
+from perflint.commands.common import (
+    REPORT_FILES,
+    add_check_options,
+    budget_of,
+    exclude_of,
+    executor_of,
+    jobs_of,
+    report_errors,
+    report_options,
+)
 from perflint.errors import UsageError
 from perflint.pipeline import Prepared
-from perflint.report import REPORTERS, ReportOptions
+from perflint.report import REPORTERS
 from perflint.report.html import add_html_option, with_panels, write_check
 
 if TYPE_CHECKING:
@@ -23,45 +32,10 @@ if TYPE_CHECKING:
 # big trace decodes in worker processes meanwhile (pipeline.Prepared).
 
 
-def _csv(text: str) -> list[str]:
-    return [s.strip() for s in text.split(",") if s.strip()]
-
-
 def add_parser(sub: Any, name: str) -> None:
     p = sub.add_parser(name, help="lint traces with the rules; exit 1 when findings reach --fail-on")
-    add_input_options(p)
-    p.add_argument("--config", default=None, metavar="FILE", help="config file (default: .perflint.yaml / pyproject.toml)")
-    p.add_argument("--select", type=_csv, default=None, metavar="SEL,...", help="only these rules (code, prefix, name, group)")
-    p.add_argument("--ignore", type=_csv, default=None, metavar="SEL,...", help="skip these rules")
-    p.add_argument("--extend-select", type=_csv, default=None, metavar="SEL,...", help="add rules to the selection")
-    p.add_argument("--rule-dir", action="append", default=[], metavar="DIR", help="extra directory of YAML rules")
-    p.add_argument("--fail-on", choices=("error", "warning", "info", "never"), default=None)
-    p.add_argument("--exit-zero", action="store_true", help="exit 0 even when the gate fails (errors still exit 2)")
-    p.add_argument("--format", choices=sorted(REPORTERS), default=None, help="report on stdout (default: text)")
-    p.add_argument("--output", "-o", default=None, metavar="FILE", help="write the --format report to FILE")
-    for fmt in ("json", "junit", "markdown", "sarif"):
-        p.add_argument(f"--{fmt}", default=None, metavar="FILE", help=f"also write a {fmt} report to FILE")
+    add_check_options(p)
     add_html_option(p)
-    add_gate_options(p)
-    p.add_argument("--max-bytes", type=_positive, default=None, metavar="N", help="markdown size budget (default 1 MiB)")
-
-
-def _positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if n <= 0:
-        raise argparse.ArgumentTypeError("must be positive")
-    return n
-
-
-def add_gate_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--baseline", default=None, metavar="FILE|TRACE|DIR", help="snapshot (or traces) to compare with: REG rules run"
-    )
-    p.add_argument("--allow-device-mismatch", action="store_true", help="compare with a baseline from another device")
-    p.add_argument("--accepted", default=None, metavar="FILE", help="accepted findings (perflint accept): fail only on new ones")
 
 
 def options_of(args: argparse.Namespace, cfg: Config) -> CheckOptions:
@@ -109,19 +83,8 @@ def _write(path: str, text: str) -> None:
         raise UsageError(path, f"cannot write the report: {exc.strerror or exc}") from None
 
 
-def _use_color(args: argparse.Namespace) -> bool:
-    if args.output or "NO_COLOR" in os.environ:
-        return False
-    if os.environ.get("FORCE_COLOR"):
-        return True
-    try:
-        return sys.stdout.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
 def run(args: argparse.Namespace) -> int:
-    targets = [(name, getattr(args, name)) for name in ("json", "junit", "markdown", "sarif") if getattr(args, name)]
+    targets = [(name, getattr(args, name)) for name in REPORT_FILES if getattr(args, name)]
     outputs = [t for _, t in targets] + ([args.output] if args.output else [])
     dup = {t for t in outputs if t != "-" and outputs.count(t) > 1}
     if dup:
@@ -136,14 +99,14 @@ def run(args: argparse.Namespace) -> int:
         result = execute(args, cfg, prepared)
     finally:
         prepared.close()
-    opts = ReportOptions(max_bytes=args.max_bytes, color=_use_color(args))
+    opts = report_options(args)
     fmt = args.format or ("github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text")
     text = REPORTERS[fmt](result, opts)
     if args.output:
         _write(args.output, text)
     else:
         sys.stdout.write(text)
-    plain = ReportOptions(max_bytes=args.max_bytes, root=opts.root)
+    plain = report_options(args, color=False)
     for fmt_name, target in targets:
         _write(target, REPORTERS[fmt_name](result, plain))
     write_check(getattr(args, "html", None), result)

@@ -15,7 +15,7 @@ def add_parser(sub: Any, name: str) -> None:
     p = sub.add_parser(name, help="show how a kernel name is parsed and classified (names from stdin with '-' or none)")
     p.add_argument("names", nargs="*", metavar="KERNEL", help="kernel names; '-' or none: one per line on stdin")
     p.add_argument("--vendor", choices=("nvidia", "amd"), default=None, help="the device vendor (Triton's tl.dot)")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="text for people (default), json for tools")
 
 
 def _names(args: argparse.Namespace) -> list[str]:

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from perflint.commands.common import add_exclude_option, exclude_of, jobs_of
+from perflint.commands.common import add_exclude_option, add_jobs_option, budget_of, exclude_of, jobs_of, positive_int
 from perflint.errors import InputError
 from perflint.report.html import add_html_option, write_diff
 
@@ -19,16 +19,28 @@ def add_parser(sub: Any, name: str) -> None:
     p = sub.add_parser(name, help="compare two runs (like HTA's TraceDiff), with significance")
     p.add_argument("base", metavar="BASE", help="baseline trace, directory or snapshot")
     p.add_argument("new", metavar="NEW", help="new trace, directory or snapshot")
-    p.add_argument("--format", choices=FORMATS, default="text")
-    p.add_argument("--top", type=int, default=15, help="kernel groups to show per pair (by absolute change)")
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level")
-    p.add_argument("--allow-device-mismatch", action="store_true")
-    p.add_argument("--include-edge-steps", action="store_true")
-    p.add_argument("--input-format", default=None)
-    p.add_argument("--jobs", "-j", type=int, default=None)
-    p.add_argument("--output", "-o", default=None, metavar="FILE")
+    p.add_argument("--format", choices=FORMATS, default="text", help="text (default), markdown or json (every row, full names)")
+    p.add_argument("--top", type=positive_int, default=15, help="kernel groups to show per pair (by absolute change)")
+    p.add_argument("--alpha", type=_alpha, default=0.05, help="significance level (default 0.05)")
+    p.add_argument("--allow-device-mismatch", action="store_true", help="compare runs on different devices")
+    p.add_argument(
+        "--include-edge-steps", action="store_true", help="keep the first (warm-up) and last ProfilerStep, excluded by default"
+    )
+    p.add_argument("--input-format", default=None, metavar="NAME", help="trace format, overriding detection (kineto)")
+    add_jobs_option(p)
+    p.add_argument("--output", "-o", default=None, metavar="FILE", help="write to FILE instead of stdout")
     add_exclude_option(p)
     add_html_option(p)
+
+
+def _alpha(text: str) -> float:
+    try:
+        a = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < a < 1:
+        raise argparse.ArgumentTypeError("must be between 0 and 1")
+    return a
 
 
 def pair_snapshots(base: dict[str, Any], cur: dict[str, Any], allow_mismatch: bool) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -57,8 +69,9 @@ def run(args: argparse.Namespace) -> int:
     render = {"text": render_diff_text, "markdown": render_diff_markdown, "json": render_diff_json}
     jobs = jobs_of(args)
     exclude = exclude_of(args)
-    base = load_baseline(args.base, args.include_edge_steps, args.input_format, jobs, exclude=exclude)
-    cur = load_baseline(args.new, args.include_edge_steps, args.input_format, jobs, exclude=exclude)
+    budget = budget_of(args)
+    base = load_baseline(args.base, args.include_edge_steps, args.input_format, jobs, budget, exclude)
+    cur = load_baseline(args.new, args.include_edge_steps, args.input_format, jobs, budget, exclude)
     out = []
     for b, c in pair_snapshots(base, cur, args.allow_device_mismatch):
         out.append({"base": b["path"], "current": c["path"], "rank": c.get("rank"), "rows": compare(b, c)})

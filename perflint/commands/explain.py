@@ -11,9 +11,9 @@ from perflint.errors import UsageError
 
 def add_parser(sub: Any, name: str) -> None:
     p = sub.add_parser(name, help="explain a rule: what, why, params/thresholds, fix, references")
-    p.add_argument("rule", metavar="CODE|NAME")
-    p.add_argument("--config", default=None, metavar="FILE")
-    p.add_argument("--rule-dir", action="append", default=[], metavar="DIR")
+    p.add_argument("rule", metavar="CODE|NAME", help="the rule's code (TC001) or name")
+    p.add_argument("--config", default=None, metavar="FILE", help="config file (default: .perflint.yaml / pyproject.toml)")
+    p.add_argument("--rule-dir", action="append", default=[], metavar="DIR", help="extra directory of YAML rules")
 
 
 def run(args: argparse.Namespace) -> int:

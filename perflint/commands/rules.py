@@ -13,11 +13,17 @@ from perflint.errors import UsageError
 
 def add_parser(sub: Any, name: str) -> None:
     p = sub.add_parser(name, help="list rules; 'schema' exports the rule JSON Schema; 'docs'; 'validate FILE...'")
-    p.add_argument("action", nargs="?", choices=("list", "schema", "docs", "validate"), default="list")
+    p.add_argument(
+        "action",
+        nargs="?",
+        choices=("list", "schema", "docs", "validate"),
+        default="list",
+        help="list the rules (default), print the rule JSON Schema, the rules' Markdown docs, or validate rule files",
+    )
     p.add_argument("files", nargs="*", metavar="FILE", help="rule files to validate")
-    p.add_argument("--config", default=None, metavar="FILE")
-    p.add_argument("--rule-dir", action="append", default=[], metavar="DIR")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--config", default=None, metavar="FILE", help="config file (default: .perflint.yaml / pyproject.toml)")
+    p.add_argument("--rule-dir", action="append", default=[], metavar="DIR", help="extra directory of YAML rules")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="list format: text (default) or json")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -18,7 +18,7 @@ SCHEMA_VERSION = 1
 def add_parser(sub: Any, name: str) -> None:
     p = sub.add_parser(name, help="print GPU/kernel metrics of traces (agrees with HTA and the TB plugin)")
     add_input_options(p)
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="text for people (default), json for tools")
     p.add_argument(
         "--timeline",
         action="store_true",

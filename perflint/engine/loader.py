@@ -31,6 +31,14 @@ def builtin_rules_dir() -> Path:
     return Path(__file__).resolve().parent.parent.parent / "rules"
 
 
+class RuleProblems(RuleError):
+    """A rule file with several schema problems: the line names them all, `problems` one each."""
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        super().__init__(source, "; ".join(problems))
+        self.problems = problems
+
+
 def _fmt_loc(loc: tuple[object, ...]) -> str:
     parts = [str(p) for p in loc if p not in ("function-after[_default_matches_type(), Param]",)]
     return ".".join(parts) or "(top level)"
@@ -62,10 +70,8 @@ def load_rule_file(path: Path, data: Any = None) -> Rule:
     try:
         rule = Rule.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        key = _fmt_loc(tuple(err["loc"]))
-        more = f" (+{len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
-        raise RuleError(str(path), f"key '{key}': {err['msg']}{more}") from None
+        problems = [f"key '{_fmt_loc(tuple(e['loc']))}': {e['msg']}" for e in exc.errors()]
+        raise RuleProblems(str(path), problems) from None
     check_rule_against_facts(path, RuleCore.of(rule))
     return rule
 

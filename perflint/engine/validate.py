@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perflint.engine.loader import load_rule_file
+from perflint.engine.loader import RuleProblems, load_rule_file
 from perflint.errors import RuleError
 
 
@@ -19,6 +19,9 @@ def validate_files(paths: list[str]) -> list[str]:
     for p in paths:
         try:
             rule = load_rule_file(Path(p))
+        except RuleProblems as exc:
+            errors += [f"{exc.source}: {p}" for p in exc.problems]  # every problem, each on its line
+            continue
         except RuleError as exc:
             errors.append(exc.line())
             continue

@@ -17,7 +17,8 @@ from perflint.findings import RunResult
 class ReportOptions:
     max_bytes: int | None = None  # markdown budget (default 1 MiB, GitHub's job-summary limit)
     color: bool = False  # ANSI colour in the text report (a terminal, and NO_COLOR unset)
-    root: str | None = None  # SARIF/annotation paths are made relative to this (default: cwd)
+    root: str | None = None  # SARIF/annotation/Code Quality paths are made relative to this (default: cwd)
+    width: int | None = None  # the text report wraps to this many columns; None: one line per item
 
 
 Reporter = Callable[[RunResult, ReportOptions], str]
@@ -30,6 +31,8 @@ _BUILTIN: dict[str, tuple[str, str]] = {
     "markdown": ("perflint.report.markdown", "render_markdown"),
     "sarif": ("perflint.report.sarif", "render_sarif"),
     "github": ("perflint.report.github", "render_github"),
+    "concise": ("perflint.report.concise", "render_concise"),
+    "gitlab": ("perflint.report.gitlab", "render_gitlab"),
 }
 
 

@@ -6,6 +6,9 @@ text, Markdown, SARIF, JUnit, JSON and annotation views of one run agree on what
 
 from __future__ import annotations
 
+import functools
+import os
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from perflint.findings import SEVERITY_RANK, Finding, RunResult
@@ -100,3 +103,53 @@ def skipped_by_reason(result: RunResult) -> list[tuple[str, list[str]]]:
     for s in result.skipped:
         groups.setdefault(s.reason, []).append(s.path)
     return sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+
+
+def repo_path(path: str, root: str) -> str | None:
+    """`path` as code hosts place it: POSIX, relative to the repository root `root`.
+
+    A relative path that exists from the working directory (which may be below the root) is
+    re-based onto the root; other relative paths are kept as given. An absolute path outside the
+    root (a stack recorded on another machine, /home/ci/work/repo/model.py) is matched by its
+    longest tail that exists under the root. None when nothing places an absolute path."""
+    return _repo_path(path, root, os.getcwd())
+
+
+@functools.lru_cache(maxsize=4096)
+def _repo_path(path: str, root: str, cwd: str) -> str | None:
+    p = path.replace("\\", "/")
+    root_p = Path(root).resolve()
+    if not os.path.isabs(p):
+        here = Path(cwd) / p
+        if here.exists():
+            try:
+                return here.resolve().relative_to(root_p).as_posix()
+            except ValueError:
+                pass
+        return str(PurePosixPath(p)).removeprefix("./")
+    try:
+        return Path(p).resolve().relative_to(root_p).as_posix()
+    except ValueError:
+        pass
+    parts = PurePosixPath(p).parts[1:]
+    for i in range(len(parts)):
+        tail = PurePosixPath(*parts[i:])
+        if (root_p / tail).is_file():
+            return tail.as_posix()
+    return None
+
+
+def finding_location(f: Finding, root: str) -> tuple[str, int | None]:
+    """Where a finding points in the repository: the user's source `(file, line)` when the trace
+    recorded it and the file is placed, else `(trace, None)`."""
+    src = f.source_file_line
+    if src is not None:
+        placed = repo_path(src[0], root)
+        return (placed if placed is not None else src[0], max(src[1], 1))
+    placed = repo_path(f.trace, root)
+    return (placed if placed is not None else f.trace, None)
+
+
+def trace_context(f: Finding) -> str:
+    """The trace (and rank) a finding came from, for a message whose location is the source line."""
+    return f"[trace: {f.trace}{'' if f.rank is None else f' rank {f.rank}'}]"

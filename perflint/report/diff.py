@@ -1,4 +1,11 @@
-"""Rendering `perflint diff` rows (text, markdown, json)."""
+"""Rendering `perflint diff` rows (text, markdown, json).
+
+A row's change is "same" when it is smaller than the minimum effect of its kind of metric, whatever
+its p-value: over many steps a test finds a 4-byte or 0.1 µs difference "significant", and nobody
+should chase it. Otherwise it is "worse" or "better" (the side of the smaller one-sided p-value), and
+significant when that p-value is below alpha with at least two samples on each side. The JSON report
+carries the minimum effect, the change and its significance on every row.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +13,41 @@ from typing import Any
 
 import orjson
 
-UNITS = {"step_time_us": "us", "gpu_busy_pct": "%", "memcpy_bytes": "B", "peak_memory_bytes": "B", "category": "us"}
+from perflint.facts._compare import SCALARS
+
+# kind -> (absolute minimum, minimum % of the baseline); a change must reach both to count.
+MIN_EFFECT: dict[str, tuple[float, float]] = {
+    "time": (1.0, 1.0),  # µs: 1 µs and 1% (step time, category time, a kernel group's time)
+    "bytes": (4096.0, 1.0),  # 4 KiB and 1% (memcpy bytes per step, peak memory)
+    "count": (1.0, 1.0),  # one kernel or launch per step, and 1%
+    "pct": (0.5, 0.0),  # half a percentage point (GPU busy %)
+}
+_UNIT_KIND = {"us": "time", "B": "bytes", "": "count", "%": "pct"}
+LABEL_WIDTH = 72  # text table: labels are shortened in the middle to this, longer where two would read alike
+
+
+def kind_of(metric: str) -> str:
+    if metric in SCALARS:
+        return _UNIT_KIND[SCALARS[metric][0]]
+    return "bytes" if metric.endswith("_bytes") else "time"  # categories and kernel groups are time
+
+
+def min_effect(r: dict[str, Any]) -> float:
+    absolute, relative = MIN_EFFECT[kind_of(r["metric"])]
+    return max(absolute, relative / 100.0 * abs(r.get("base_median") or 0.0))
+
+
+def assess(r: dict[str, Any], alpha: float) -> tuple[str, bool, float | None]:
+    """(change, significant, p): change is same, worse, better or n/a."""
+    delta = r.get("delta")
+    if delta is None:
+        return "n/a", False, None
+    if abs(delta) < min_effect(r):
+        return "same", False, None
+    worse = (delta > 0) == bool(r.get("higher_is_worse", True))
+    p = r.get("p_value") if worse else r.get("p_better")
+    tested = p is not None and r.get("base_n", 0) >= 2 and r.get("cur_n", 0) >= 2
+    return ("worse" if worse else "better"), bool(tested and p < alpha), (p if tested else None)
 
 
 def _num(x: float | None) -> str:
@@ -23,13 +64,12 @@ def _num(x: float | None) -> str:
 
 
 def _sig(r: dict[str, Any], alpha: float) -> str:
-    """Two one-sided tests: the smaller p says which way the run moved."""
-    pw, pb = r.get("p_value"), r.get("p_better")
-    if pw is None or pb is None or r.get("base_n", 0) < 2 or r.get("cur_n", 0) < 2:
-        return "n/a"
-    if pw <= pb:
-        return f"worse p={pw:.3f}{' *' if pw < alpha else ''}"
-    return f"better p={pb:.3f}{' *' if pb < alpha else ''}"
+    change, significant, p = assess(r, alpha)
+    if change in ("same", "n/a"):
+        return change
+    if p is None:
+        return f"{change} (untested: one sample)"
+    return f"{change} p={p:.3f}{' *' if significant else ''}"
 
 
 def _pct(x: float | None) -> str:
@@ -55,31 +95,80 @@ def _label(r: dict[str, Any]) -> str:
         return f"category {r['key']}"
     if m in ("kernel_group", "new_group", "removed_group"):
         tag = {"new_group": "NEW ", "removed_group": "GONE "}.get(m, "")
-        ren = f" (was {r['renamed_from'][:40]})" if r.get("renamed_from") else ""
+        ren = f" (was {r['renamed_from']})" if r.get("renamed_from") else ""
         return f"{tag}{r['key']}{ren}"
     return m
+
+
+def _short_label(r: dict[str, Any]) -> str:
+    """A kernel group for the text table: the kernel's short name first (what tells two groups
+    apart), then its op and input dims; the top-level op and full names are in the other formats."""
+    m = r["metric"]
+    if m not in ("kernel_group", "new_group", "removed_group") or not r.get("kernel"):
+        return _label(r)
+    from perflint.metrics.kernel_names import short_name
+
+    tag = {"new_group": "NEW ", "removed_group": "GONE "}.get(m, "")
+    ren = f" (was {short_name(r['renamed_from'])})" if r.get("renamed_from") else ""
+    where = " ".join(x for x in (r.get("op") or "", _dims(r.get("input_dims"))) if x)
+    return f"{tag}{short_name(r['kernel'])}{ren}" + (f" @ {where}" if where else "")
+
+
+def _dims(dims: Any) -> str:
+    """Input dims as 32x256x14x14: shapes only (the empty entries of scalars and None are dropped)."""
+    if not isinstance(dims, list):
+        return str(dims or "")
+    shapes = ["x".join(str(n) for n in d) for d in dims if isinstance(d, list) and d]
+    return f"({', '.join(shapes)})" if shapes else ""
+
+
+def _middle(text: str, width: int) -> str:
+    if len(text) <= width:
+        return text
+    head = (width - 3 + 1) // 2
+    return text[:head] + "..." + text[len(text) - (width - 3 - head) :]
+
+
+def fit_labels(labels: list[str], width: int = LABEL_WIDTH) -> list[str]:
+    """Labels shortened in the middle (the op at the start, the kernel at the end both stay), each
+    as wide as it takes to differ from every other one."""
+    widths = [width] * len(labels)
+    while True:
+        out = [_middle(t, w) for t, w in zip(labels, widths)]
+        seen: dict[str, list[int]] = {}
+        for i, t in enumerate(out):
+            seen.setdefault(t, []).append(i)
+        clash = [i for same in seen.values() if len(set(labels[j] for j in same)) > 1 for i in same if out[i] != labels[i]]
+        if not clash:
+            return out
+        for i in clash:
+            widths[i] += 20
 
 
 def render_diff_text(pairs: list[dict[str, Any]], alpha: float = 0.05, top: int = 15) -> str:
     lines = []
     for title, rows in _sections(pairs, top):
+        labels = fit_labels([_short_label(r) for r in rows])
+        w = max([LABEL_WIDTH, *map(len, labels)])
         lines.append(f"== {title}")
-        lines.append(f"  {'metric':<60} {'baseline':>10} {'current':>10} {'delta':>10} {'pct':>8}  significance")
-        for r in rows:
-            label = _label(r)
-            label = label if len(label) <= 60 else label[:57] + "..."
+        lines.append(f"  {'metric':<{w}} {'baseline':>10} {'current':>10} {'delta':>10} {'pct':>8}  change")
+        for r, label in zip(rows, labels):
             lines.append(
-                f"  {label:<60} {_num(r['base_median']):>10} {_num(r['cur_median']):>10} {_num(r['delta']):>10} "
+                f"  {label:<{w}} {_num(r['base_median']):>10} {_num(r['cur_median']):>10} {_num(r['delta']):>10} "
                 f"{_pct(r['delta_pct']):>8}  {_sig(r, alpha)}"
             )
-    lines.append("medians over analysis steps; significance: one-sided Mann-Whitney U, * = p < %.2f" % alpha)
+    lines.append(
+        "medians over analysis steps; same: below the minimum effect (1 µs and 1% of time, 4 KiB and 1% of bytes, "
+        "1 and 1% of a count, 0.5 points of a percentage); "
+        f"significance: one-sided Mann-Whitney U, * = p < {alpha:g}"
+    )
     return "\n".join(lines) + "\n"
 
 
 def render_diff_markdown(pairs: list[dict[str, Any]], alpha: float = 0.05, top: int = 15) -> str:
     out = ["# perflint diff", ""]
     for title, rows in _sections(pairs, top):
-        out += [f"## {title}", "", "| metric | baseline | current | delta | % | significance |", "|---|---:|---:|---:|---:|---|"]
+        out += [f"## {title}", "", "| metric | baseline | current | delta | % | change |", "|---|---:|---:|---:|---:|---|"]
         for r in rows:
             label = _label(r).replace("|", "\\|")
             out.append(
@@ -87,10 +176,20 @@ def render_diff_markdown(pairs: list[dict[str, Any]], alpha: float = 0.05, top: 
                 f"{_pct(r['delta_pct'])} | {_sig(r, alpha)} |"
             )
         out.append("")
-    out.append(f"Medians over analysis steps; significance: one-sided Mann-Whitney U, * = p < {alpha}.")
+    out.append(
+        "Medians over analysis steps; same: below the minimum effect (1 µs and 1% of time, 4 KiB and 1% of bytes, "
+        f"1 and 1% of a count, 0.5 points of a percentage); significance: one-sided Mann-Whitney U, * = p < {alpha:g}."
+    )
     return "\n".join(out) + "\n"
 
 
+def _assessed(r: dict[str, Any], alpha: float) -> dict[str, Any]:
+    change, significant, _p = assess(r, alpha)
+    return {**r, "min_effect": min_effect(r), "change": change, "significant": significant}
+
+
 def render_diff_json(pairs: list[dict[str, Any]], alpha: float = 0.05, top: int = 0) -> str:
-    return orjson.dumps({"schema": "perflint-diff", "schema_version": 1, "alpha": alpha, "pairs": pairs},
+    """Every row (no --top), full names, with its minimum effect, change and significance."""
+    out = [{**p, "rows": [_assessed(r, alpha) for r in p["rows"]]} for p in pairs]
+    return orjson.dumps({"schema": "perflint-diff", "schema_version": 1, "alpha": alpha, "pairs": out},
                         option=orjson.OPT_INDENT_2).decode() + "\n"

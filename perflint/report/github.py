@@ -10,11 +10,10 @@ https://docs.github.com/actions/using-workflows/workflow-commands-for-github-act
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from perflint.findings import Finding, RunResult
 from perflint.report import ReportOptions
-from perflint.report._common import fmt_us, ordered
+from perflint.report._common import finding_location, fmt_us, ordered, repo_path, trace_context
 from perflint.report.text import render_text
 
 MAX_PER_LEVEL = 10
@@ -29,25 +28,21 @@ def _prop(s: str) -> str:
 
 
 def _rel(path: str, root: str) -> str:
-    if not os.path.isabs(path):
-        return path.removeprefix("./")
-    try:
-        return Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
-    except ValueError:
-        return path
+    placed = repo_path(path, root)
+    return placed if placed is not None else path
 
 
 def _annotation(level: str, f: Finding, root: str) -> str:
-    src = f.source_file_line
-    props = [f"file={_prop(_rel(src[0] if src else f.trace, root))}"]
-    if src:
-        props.append(f"line={max(src[1], 1)}")
+    path, line = finding_location(f, root)
+    props = [f"file={_prop(path)}"]
+    if line is not None:
+        props.append(f"line={line}")
     props.append(f"title={_prop(f'perflint {f.code} {f.name}')}")
     msg = f.message
     if f.impact_us:
         msg += f" (~{fmt_us(f.impact_us)} recoverable)"
-    if src:
-        msg += f" [trace: {f.trace}{'' if f.rank is None else f' rank {f.rank}'}]"
+    if line is not None:
+        msg += f" {trace_context(f)}"
     return f"::{level} {','.join(props)}::{_data(msg)}"
 
 
@@ -81,5 +76,5 @@ def annotations(result: RunResult, root: str | None = None) -> list[str]:
 
 def render_github(result: RunResult, opts: ReportOptions) -> str:
     lines = annotations(result, opts.root)
-    body = render_text(result, ReportOptions(max_bytes=opts.max_bytes, color=False, root=opts.root))
+    body = render_text(result, ReportOptions(max_bytes=opts.max_bytes, color=False, root=opts.root, width=opts.width))
     return ("\n".join(lines) + "\n" if lines else "") + body

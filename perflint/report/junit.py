@@ -4,7 +4,9 @@ A testcase fails when the rule has active findings at or above the gate (`--fail
 JUnit view agrees with the exit code; findings below the gate, and suppressed or accepted ones,
 are listed in the testcase's system-out while it passes. A rule the trace lacks data for is
 skipped with the reason. Names are unique and stable across runs (GitLab drops duplicates):
-suite = trace label, classname = "perflint." + trace label, testcase = "<code> <rule name>".
+suite = trace label, classname = "perflint.<rule group>" (the rule's first group: Jenkins splits a
+classname at its last dot into package and class, so no file name goes there), testcase =
+"<code> <trace label>" (`TC001 traces/run.json [rank 3]`; the rule's name is in its messages).
 Unreadable traces become an error testcase in a "perflint.errors" suite; files a directory scan
 passed over become skipped testcases (the reason as the message) in a "perflint.skipped" suite.
 Every suite carries the run's `traces_checked` and `files_skipped` counts as properties.
@@ -12,11 +14,13 @@ Every suite carries the run's `traces_checked` and `files_skipped` counts as pro
 
 from __future__ import annotations
 
+from typing import Any
+
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
 from perflint.findings import SEVERITY_RANK, Finding, RuleStatus, RunResult
 from perflint.report import ReportOptions
-from perflint.report._common import fmt_us, fmt_value, location_label, ordered
+from perflint.report._common import fmt_us, fmt_value, location_label, ordered, rules_by_code
 
 RUN_SUITE = "run (all ranks)"
 
@@ -41,16 +45,22 @@ def _gated(f: Finding, fail_on: str) -> bool:
     return f.active and fail_on != "never" and SEVERITY_RANK[f.severity] >= SEVERITY_RANK[fail_on]
 
 
-def _case(status: RuleStatus, findings: list[Finding], classname: str, fail_on: str, fix: str) -> TestCase:
+def classname(rule: dict[str, Any] | None) -> str:
+    groups = (rule or {}).get("groups") or ["rules"]
+    return "perflint." + str(groups[0]).replace(".", "-")
+
+
+def _case(status: RuleStatus, findings: list[Finding], where: str, rule: dict[str, Any] | None, fail_on: str) -> TestCase:
     mine = ordered([f for f in findings if f.code == status.code])
-    case = TestCase(f"{status.code} {status.name}", classname=classname)
+    case = TestCase(f"{status.code} {where}", classname=classname(rule))
+    fix = (rule or {}).get("fix") or ""
     if status.status == "skipped":
         case.add_skipped_info(message=status.reason or "skipped")
         return case
     failing = [f for f in mine if _gated(f, fail_on)]
     if failing:
         n = len(failing)
-        head = f"{n} {status.severity} finding{'s' if n != 1 else ''}"
+        head = f"{status.code} {status.name}: {n} {status.severity} finding{'s' if n != 1 else ''}"
         body = "\n\n".join(_describe(f) for f in failing)
         if fix:
             body += "\n\nfix: " + " ".join(fix.split())
@@ -70,23 +80,20 @@ def _unique(name: str, seen: set[str]) -> str:
 
 
 def render_junit(result: RunResult, opts: ReportOptions) -> str:
-    fixes = {r["code"]: r.get("fix", "") for r in result.rules if "code" in r}
+    rules = rules_by_code(result)
     suites: list[TestSuite] = []
     seen: set[str] = set()
     run_props = {"traces_checked": str(len(result.traces)), "files_skipped": str(len(result.skipped))}
     for t in sorted(result.traces, key=lambda t: (t.path, t.rank if t.rank is not None else -1)):
         name = _unique(t.label, seen)
-        cases = [_case(s, t.findings, f"perflint.{name}", result.fail_on, fixes.get(s.code, "")) for s in t.statuses]
+        cases = [_case(s, t.findings, name, rules.get(s.code), result.fail_on) for s in t.statuses]
         props = {"path": t.path, "device": (t.device or {}).get("name") or "unknown", **run_props}
         if t.rank is not None:
             props["rank"] = str(t.rank)
         suites.append(TestSuite(name, sorted(cases, key=lambda c: c.name), properties=props))
     if result.run_statuses:
         name = _unique(RUN_SUITE, seen)
-        cases = [
-            _case(s, result.run_findings, f"perflint.{name}", result.fail_on, fixes.get(s.code, ""))
-            for s in result.run_statuses
-        ]
+        cases = [_case(s, result.run_findings, name, rules.get(s.code), result.fail_on) for s in result.run_statuses]
         suites.append(TestSuite(name, sorted(cases, key=lambda c: c.name), properties=run_props))
     if result.errors:
         cases = []

@@ -5,7 +5,7 @@ per-finding detail (evidence, source, fix), then per-trace top kernel categories
 then skipped rules and skipped files. The result stays within `ReportOptions.max_bytes` (default
 1 MiB, GitHub's job-summary limit) by dropping detail in reverse priority (skipped files and rules,
 metrics, per-finding detail, then table rows) and saying what was left out; the verdict and the
-counts always stay.
+counts always stay, and the verdict line is never cut (`perflint check --max-bytes` is at least 256).
 """
 
 from __future__ import annotations
@@ -230,10 +230,16 @@ def render_markdown(result: RunResult, opts: ReportOptions) -> str:
 
 
 def _trim(out: str, budget: int, header: str) -> str:
-    # Last resort for absurdly small budgets: the header alone, cut at a character boundary.
+    # Last resort for budgets smaller than the report's header: whole lines of the header that fit,
+    # and never less than the verdict line, whole (a cut verdict would read as another verdict).
     if _size(out) <= budget:
         return out
     if _size(header) <= budget:
         return header
-    return header.encode("utf-8")[:budget].decode("utf-8", "ignore")
-
+    lines = header.splitlines(keepends=True)
+    kept = [lines[0]]
+    for line in lines[1:]:
+        if _size("".join(kept) + line) > budget:
+            break
+        kept.append(line)
+    return "".join(kept)

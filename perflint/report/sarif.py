@@ -7,15 +7,15 @@ scanning tracks a finding across runs). The location is the user's source `file:
 trace recorded stacks, else the trace file without a region. Suppressed and accepted findings
 are kept as results with a `suppressions` entry, as the spec intends, so they stay visible but
 closed. The run's properties count the traces checked and the files skipped; each skipped file is
-a note among the invocation's toolExecutionNotifications, with its reason. Paths under
-`ReportOptions.root` (default: the working directory, i.e. the repository checkout in CI) are
-written relative to it, as code scanning requires; others as file:// URIs.
+a note among the invocation's toolExecutionNotifications, with its reason. Paths are written
+relative to `ReportOptions.root` (`check --source-root`, default the git repository's root), as
+code scanning requires (see `_common.repo_path`); a path it cannot place, as a file:// URI.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -24,21 +24,15 @@ import orjson
 from perflint import __version__
 from perflint.findings import Finding, RunResult
 from perflint.report import ReportOptions
-from perflint.report._common import SARIF_LEVEL, fmt_us, fmt_value, ordered, rules_by_code
+from perflint.report._common import SARIF_LEVEL, fmt_us, fmt_value, ordered, repo_path, rules_by_code, trace_context
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 FINGERPRINT_KEY = "perflintFingerprint/v2"  # v2: the trace's role is part of the identity
 
 
 def _uri(path: str, root: str) -> str:
-    p = path.replace("\\", "/")
-    if not os.path.isabs(p):
-        return quote(str(PurePosixPath(p)).removeprefix("./"))
-    try:
-        rel = Path(p).resolve().relative_to(Path(root).resolve())
-        return quote(rel.as_posix())
-    except ValueError:
-        return Path(p).as_uri()
+    placed = repo_path(path, root)
+    return quote(placed) if placed is not None else Path(path).as_uri()
 
 
 def _text(s: str) -> str:
@@ -89,7 +83,7 @@ def _result(f: Finding, index: int, root: str) -> dict[str, Any]:
     if f.impact_us:
         text += f" (~{fmt_us(f.impact_us)} recoverable)"
     if f.source:  # the location is the source line: name the trace in the message
-        text += f" [trace: {f.trace}{'' if f.rank is None else f' rank {f.rank}'}]"
+        text += f" {trace_context(f)}"
     res: dict[str, Any] = {
         "ruleId": f.code,
         "ruleIndex": index,

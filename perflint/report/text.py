@@ -1,4 +1,7 @@
-"""Plain-text report (the terminal default): findings grouped by severity, wrapped to 100 columns.
+"""Plain-text report (the terminal default): findings grouped by severity.
+
+Wrapped to `ReportOptions.width` (the terminal's, COLUMNS first) when set; one line per item
+otherwise, so a CI log or a pipe keeps every message whole for grep (the viewer wraps).
 
 Colour (ANSI) only when `ReportOptions.color` is set; the check command sets it for a terminal
 and never when NO_COLOR is set (https://no-color.org).
@@ -13,7 +16,6 @@ from perflint.findings import SEVERITIES, Finding, RunResult
 from perflint.report import ReportOptions
 from perflint.report._common import counts_line, fmt_us, location_label, ordered, skipped_by_reason, verdict
 
-WIDTH = 100
 _COLORS = {"error": "31", "warning": "33", "info": "36", "passed": "32", "failed": "31", "dim": "2", "bold": "1"}
 _HEADINGS = {"error": "Errors", "warning": "Warnings", "info": "Info"}
 SKIPPED_SHOWN = 5  # file names listed per skip reason; the JSON report lists every one
@@ -23,32 +25,34 @@ def _paint(text: str, what: str, on: bool) -> str:
     return f"\x1b[{_COLORS[what]}m{text}\x1b[0m" if on else text
 
 
-def _wrap(text: str, indent: str) -> list[str]:
-    return list(_wrapped(text, indent))  # a copy: callers edit the first line
+def _wrap(text: str, indent: str, width: int | None) -> list[str]:
+    if width is None:
+        return [indent + " ".join(text.split())]
+    return list(_wrapped(text, indent, width))  # a copy: callers edit the first line
 
 
 @functools.lru_cache(maxsize=4096)
-def _wrapped(text: str, indent: str) -> tuple[str, ...]:
+def _wrapped(text: str, indent: str, width: int) -> tuple[str, ...]:
     # Many ranks repeat the same headings and messages; textwrap is the report's slowest part.
     # Kernel names are long unbroken words: let textwrap break them rather than overflow.
     return tuple(
-        textwrap.wrap(" ".join(text.split()), WIDTH, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False)
+        textwrap.wrap(" ".join(text.split()), width, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False)
         or [indent.rstrip()]
     )
 
 
-def _finding(f: Finding, color: bool) -> list[str]:
+def _finding(f: Finding, color: bool, width: int | None) -> list[str]:
     head = f"{f.code} {f.name}" + (f"  (~{fmt_us(f.impact_us)} recoverable)" if f.impact_us else "")
-    lines = _wrap(head, "  ")
+    lines = _wrap(head, "  ", width)
     lines[0] = lines[0].replace(f.code, _paint(f.code, f.severity, color), 1)
-    lines += _wrap(f.message, "      ")
+    lines += _wrap(f.message, "      ", width)
     where = location_label(f) + (f" at {f.source}" if f.source else "")
-    lines += [_paint(line, "dim", color) for line in _wrap(f"in {where}", "      ")]
+    lines += [_paint(line, "dim", color) for line in _wrap(f"in {where}", "      ", width)]
     return lines
 
 
 def render_text(result: RunResult, opts: ReportOptions) -> str:
-    color = opts.color
+    color, width = opts.color, opts.width
     lines: list[str] = []
     active = ordered(result.active_findings())
     for sev in SEVERITIES:
@@ -57,7 +61,7 @@ def render_text(result: RunResult, opts: ReportOptions) -> str:
             continue
         lines.append(_paint(f"{_HEADINGS[sev]} ({len(group)})", "bold", color))
         for f in group:
-            lines.extend(_finding(f, color))
+            lines.extend(_finding(f, color, width))
         lines.append("")
     # One line per reason (not per rule): a CPU-only trace skips most GPU rules for one reason.
     skipped: dict[str, dict[str, set[str]]] = {}
@@ -74,22 +78,22 @@ def render_text(result: RunResult, opts: ReportOptions) -> str:
             where = set().union(*codes.values())
             n = len(where)
             scope = next(iter(where)) if n == 1 else f"{n} traces"
-            lines += _wrap(f"{', '.join(sorted(codes))}: {reason} ({scope})", "  ")
+            lines += _wrap(f"{', '.join(sorted(codes))}: {reason} ({scope})", "  ", width)
         lines.append("")
     if result.skipped:
         lines.append(_paint(f"Skipped files ({len(result.skipped)})", "bold", color))
         for reason, paths in skipped_by_reason(result):
-            lines += _wrap(f"{reason}:", "  ")
+            lines += _wrap(f"{reason}:", "  ", width)
             for path in paths[:SKIPPED_SHOWN]:
-                lines += _wrap(path, "    ")
+                lines += _wrap(path, "    ", width)
             if len(paths) > SKIPPED_SHOWN:
                 lines.append(f"    and {len(paths) - SKIPPED_SHOWN} more")
         lines.append("")
     for err in result.errors:
-        lines += _wrap(f"error: {err}", "")
+        lines += _wrap(f"error: {err}", "", width)
     for t in result.traces:
         for w in t.warnings:
-            lines += _wrap(f"warning: {t.label}: {w}", "")
+            lines += _wrap(f"warning: {t.label}: {w}", "", width)
     v = verdict(result)
     label = {"passed": "passed", "failed": "FAILED", "error": "ERROR"}[v]
     paint = "failed" if v != "passed" else "passed"
