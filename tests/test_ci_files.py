@@ -90,7 +90,7 @@ def test_action_check_step_gates_and_writes_reports(tmp_path: Path) -> None:
         "IN_MAX_BYTES": "1048576",
         "IN_ARGS": "--select TC001 --jobs 1",
     }
-    for name in ("BASELINE", "ACCEPTED", "CONFIG", "JSON", "JUNIT", "GITLAB", "MARKDOWN"):
+    for name in ("BASELINE", "ACCEPTED", "CONFIG", "JSON", "JUNIT", "GITLAB", "MARKDOWN", "HTML"):
         env[f"IN_{name}"] = ""
     done = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 1, done.stderr
