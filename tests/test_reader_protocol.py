@@ -5,6 +5,7 @@ other applications and exports still to be made get one clear line."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,38 @@ def _summary(capsys: pytest.CaptureFixture[str], *paths: Path) -> tuple[int, dic
     rc = main(["summary", *map(str, paths), "--format", "json", "-j", "1"])
     out, err = capsys.readouterr()
     return rc, json.loads(out), err.strip().splitlines()
+
+
+def _other_app_db(path: Path) -> Path:
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE moz_places (id INTEGER, url TEXT)")
+    con.execute("INSERT INTO moz_places VALUES (1, 'https://example.com')")
+    con.commit()
+    con.close()
+    return path
+
+
+def test_sqlite_of_another_application(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = _other_app_db(tmp_path / "places.sqlite")
+    rc, doc, err = _summary(capsys, db, GOOD)
+    assert rc == 2 and len(err) == 1
+    assert err[0].startswith(f"perflint: error: {db}: SQLite database that is neither") and "moz_places" in err[0]
+    assert [t["path"] for t in doc["traces"]] == [str(GOOD)]
+    # Met in a directory scan it is not a trace: skipped, with the reason.
+    files, errors, skipped = discover([str(tmp_path)])
+    assert files == [] and [p for p, _ in skipped] == [str(db)] and "neither an Nsight" in skipped[0][1]
+
+
+def test_corrupt_sqlite_is_an_error_even_in_a_scan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = _other_app_db(tmp_path / "x.sqlite").read_bytes()
+    bad = tmp_path / "runs" / "report.sqlite"
+    bad.parent.mkdir()
+    bad.write_bytes(good[:100] + b"\x00garbage" * 200)
+    (tmp_path / "runs" / "rank0.json.gz").write_bytes(GOOD.read_bytes())
+    rc, doc, err = _summary(capsys, tmp_path / "runs")
+    assert rc == 2 and len(err) == 1 and err[0].startswith(f"perflint: error: {bad}: ")
+    assert "corrupt" in err[0] or "truncated" in err[0]
+    assert len(doc["traces"]) == 1  # the other trace is still summarized
 
 
 @pytest.mark.parametrize("suffix", [".nsys-rep", ".qdrep"])

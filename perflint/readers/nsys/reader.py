@@ -266,8 +266,28 @@ def _trace(
     return build_trace(
         path, FORMAT, strings, threads, ops=op_cols, runtime=rt_cols, gpu=gpu_cols,
         devices=devs,
-        rank=rank, world_size=world, meta=meta, warnings=list(warnings),
+        rank=rank, world_size=world, meta=meta, warnings=list(warnings), recording=RECORDING,
     )  # fmt: skip
+
+
+# What an Nsight Systems export may lack, in nsys's terms (Trace.recording).
+RECORDING = {
+    "steps": "ProfilerStep#N NVTX ranges",
+    "steps_hint": "profile with --trace=cuda,nvtx and mark each iteration with an NVTX range",
+    "steps_fix": (
+        "Record with `nsys profile --trace=cuda,nvtx` and mark each training/inference iteration with an NVTX "
+        "range named ProfilerStep#N (torch.cuda.nvtx.range_push(f'ProfilerStep#{i}') / range_pop(), or "
+        "torch.profiler's schedule with emit_nvtx)."
+    ),
+    "shapes": "operator input shapes (emit_nvtx ranges with sizes)",
+    "shapes_hint": "wrap the run in torch.autograd.profiler.emit_nvtx(record_shapes=True)",
+    "shapes_fix": "Wrap the profiled iterations in torch.autograd.profiler.emit_nvtx(record_shapes=True) and record with `nsys profile --trace=cuda,nvtx`.",
+    "device": "GPU properties (TARGET_INFO_GPU)",
+    "device_hint": "an export without the target information tables",
+    "device_fix": "Export the whole report (`nsys export --type sqlite`): the TARGET_INFO_GPU table holds the GPU's properties.",
+    "memory": "memory allocation events",
+    "memory_hint": "nsys's CUDA memory usage tracking is not read",
+}
 
 
 __all__ = ["NsysReader", "split_global_id"]

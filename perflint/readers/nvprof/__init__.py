@@ -91,8 +91,27 @@ def _read(path: str, con: sqlite3.Connection, found: dict[str, set[str]]) -> Tra
         warnings.append("the database holds no kernel records")
     return build_trace(
         path, "nvprof", strings, threads, ops=ops, runtime=runtime, gpu=gpu, devices=devices(con, found, ids),
-        meta={"time_origin_ns": origin}, warnings=warnings,
+        meta={"time_origin_ns": origin}, warnings=warnings, recording=RECORDING,
     )  # fmt: skip
+
+
+# What an nvprof database may lack, in nvprof's and pyprof's terms (Trace.recording).
+RECORDING = {
+    "steps": "ProfilerStep#N NVTX ranges",
+    "steps_hint": "mark each iteration with an NVTX range",
+    "steps_fix": (
+        "Mark each training/inference iteration with an NVTX range named ProfilerStep#N "
+        "(torch.cuda.nvtx.range_push(f'ProfilerStep#{i}') / range_pop()) inside the profiled region."
+    ),
+    "shapes": "operator input shapes (pyprof markers or emit_nvtx ranges with sizes)",
+    "shapes_hint": "profile with pyprof.init() or emit_nvtx(record_shapes=True)",
+    "shapes_fix": "Call pyprof.init() before the model runs, or wrap the profiled iterations in torch.autograd.profiler.emit_nvtx(record_shapes=True).",
+    "device": "device properties (CUPTI_ACTIVITY_KIND_DEVICE)",
+    "device_hint": "a database without the device table",
+    "device_fix": "Keep nvprof's whole database: its CUPTI_ACTIVITY_KIND_DEVICE table holds the GPU's properties.",
+    "memory": "memory allocation events",
+    "memory_hint": "nvprof does not record allocations",
+}
 
 
 def _pairs(pid: np.ndarray, tid: np.ndarray) -> list[tuple[int, int]]:
