@@ -290,7 +290,7 @@ def _summary_one(trace: Trace, include_edge_steps: bool, timeline: bool) -> dict
 
     out = summarize(trace, include_edge_steps=include_edge_steps)
     out["steps"]["breakdown"], why = step_breakdown(trace)
-    if why:
+    if why and out["steps"]["median_us"] is not None:  # without steps the summary already says why
         out["warnings"].append(why)
     if timeline:
         from perflint.metrics.tb_gpu import gpu_timeline

@@ -158,3 +158,28 @@ def test_unrecognized_content_names_what_perflint_reads(tmp_path: Path, capsys: 
     p.write_bytes(b"\x89PNG\r\n\x1a\n not a trace")
     rc, _, err = _summary(capsys, p)
     assert rc == 2 and len(err) == 1 and "unrecognized format" in err[0] and "Kineto" in err[0]
+
+
+def test_every_format_says_why_a_headline_number_is_null(capsys: pytest.CaptureFixture[str]) -> None:
+    """The summary has the same keys on every format; a number a format cannot give is null and a
+    warning names it."""
+    from tests.conftest import shared_trace
+
+    paths = [
+        FIXTURES / "gpu" / "clean_bf16.pt.trace.json.gz",
+        GOOD,
+        *sorted((FIXTURES / "nsys").glob("*.sqlite")),
+        FIXTURES / "mindspore" / "gpu" / "two_rank",
+        Path(shared_trace("pyprof/lm_da6bcc3/net.sql")),
+    ]
+    rc, doc, _ = _summary(capsys, *paths)
+    assert rc == 0 and {t["path"] for t in doc["traces"]} == {str(p) for p in paths}
+    formats_seen = 0
+    for t in doc["traces"]:
+        said = " ".join(t["warnings"])
+        for group, key in (("device", "name"), ("steps", "median_us"), ("gpu", "utilization_pct"), ("gpu", "sm_efficiency_pct"), ("gpu", "achieved_occupancy_pct")):
+            if t[group][key] is None and (group == "device" or group == "steps" or t["kernels"]["count"]):
+                token = "device.*" if group == "device" else key
+                assert token in said, (t["path"], group, key, said)
+                formats_seen += 1
+    assert formats_seen >= 5  # the check above was exercised on the formats that lack data

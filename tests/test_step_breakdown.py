@@ -67,7 +67,7 @@ def test_no_steps_is_null_with_the_reason(tmp_path: Path, capsys: pytest.Capture
     doc = json.loads(capsys.readouterr().out)
     (t,) = doc["traces"]
     assert t["steps"]["breakdown"] is None
-    assert any("step-time breakdown" in w for w in t["warnings"])
+    assert any("steps.breakdown are null" in w for w in t["warnings"])
 
 
 def test_summary_json_has_the_breakdown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -97,13 +97,40 @@ def _r(x: float | None, nd: int = 3) -> float | None:
     return None if x is None else round(float(x), nd)
 
 
+def null_reasons(trace: Trace, out: dict[str, Any]) -> list[str]:
+    """Why each headline number of `out` is null, in the trace's profiler's words: one line per
+    group, unless a reader's warning already names the key."""
+    said = " ".join(trace.warnings)
+    kernels = bool(out["kernels"]["count"])
+    reasons: list[tuple[str, bool, str]] = [
+        ("device.name", out["device"]["name"] is None, f"the trace has no {trace.recorded('device')}: device.* are null"),
+        ("steps.median_us", out["steps"]["median_us"] is None, f"the trace has no {trace.recorded('steps')}: steps.median_us and steps.breakdown are null"),
+        (
+            "gpu.utilization_pct",
+            kernels and out["gpu"]["utilization_pct"] is None,
+            "no step or CPU-op window to measure the GPU's busy time in: gpu.utilization_pct is null",
+        ),
+        (
+            "gpu.sm_efficiency_pct",
+            kernels and out["gpu"]["sm_efficiency_pct"] is None,
+            "no kernel records its blocks per SM (launch grid and the device's SM count): gpu.sm_efficiency_pct is null",
+        ),
+        (
+            "gpu.achieved_occupancy_pct",
+            kernels and out["gpu"]["achieved_occupancy_pct"] is None,
+            "no kernel records an achieved-occupancy estimate: gpu.achieved_occupancy_pct is null",
+        ),
+    ]
+    return [why for key, null, why in reasons if null and key.split(".")[-1] not in said]
+
+
 def summarize(trace: Trace, include_edge_steps: bool = False) -> dict[str, Any]:
     steps = analysis_steps(trace, include_edge_steps)
     durs = [s.dur for s in steps]
     dev = trace.primary_device
     gpu = gpu_summary(trace)
     temporal = temporal_breakdown(trace)
-    return {
+    out = {
         "path": trace.path,
         "rank": trace.rank,
         "device": {
@@ -130,3 +157,5 @@ def summarize(trace: Trace, include_edge_steps: bool = False) -> dict[str, Any]:
         "tensor_cores": tensor_core_summary(trace),
         "warnings": list(trace.warnings),
     }
+    out["warnings"].extend(null_reasons(trace, out))
+    return out
