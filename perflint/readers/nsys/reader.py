@@ -202,11 +202,9 @@ def _blocks_per_sm(cols: dict[str, np.ndarray], devs: dict[int, Device]) -> np.n
 
 
 def _warnings(sc: Schema, nvtx: Ranges | None, n_runtime: int) -> list[str]:
-    out = [
-        "the export has no per-kernel occupancy estimate (Kineto's 'est. achieved occupancy %'): "
-        "summary gpu.achieved_occupancy_pct is null; occupancy rules use the theoretical occupancy of "
-        "each launch configuration"
-    ]
+    # No per-kernel occupancy estimate either: the summary says so where the number is null, and the
+    # occupancy rules use each launch configuration's theoretical occupancy (not worth a line per run).
+    out: list[str] = []
     if nvtx is None:
         out.append(
             f"no NVTX table ({S.NVTX}): no CPU ops, shapes or ProfilerStep steps, so no op-level rules and "
