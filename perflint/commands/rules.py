@@ -16,14 +16,17 @@ def add_parser(sub: Any, name: str) -> None:
     p.add_argument(
         "action",
         nargs="?",
-        choices=("list", "schema", "docs", "validate"),
+        choices=("list", "schema", "docs", "facts", "validate"),
         default="list",
-        help="list the rules (default), print the rule JSON Schema, the rules' Markdown docs, or validate rule files",
+        help="list the rules (default), print the rule JSON Schema, the rules' Markdown docs, the fact catalogue "
+        "(scopes, fields, capabilities), or validate rule files",
     )
     p.add_argument("files", nargs="*", metavar="FILE", help="rule files to validate")
     p.add_argument("--config", default=None, metavar="FILE", help="config file (default: .perflint.yaml / pyproject.toml)")
     p.add_argument("--rule-dir", action="append", default=[], metavar="DIR", help="extra directory of YAML rules")
-    p.add_argument("--format", choices=("text", "json"), default="text", help="list format: text (default) or json")
+    p.add_argument(
+        "--format", choices=("text", "json", "markdown"), default="text", help="list or facts format: text (default), json, markdown (facts)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,6 +38,8 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "schema":
         sys.stdout.write(json.dumps(Rule.model_json_schema(by_alias=True), indent=2) + "\n")
         return 0
+    if args.action == "facts":
+        return _facts(args.format)
     if args.action == "validate":
         if not args.files:
             raise UsageError("rules validate", "give the rule files to validate")
@@ -50,4 +55,27 @@ def run(args: argparse.Namespace) -> int:
         return 0
     for r in rules:
         sys.stdout.write(f"{r.code:<10} {r.severity:<8} {r.name:<58} {','.join(r.groups)}\n  {r.summary}\n")
+    return 0
+
+
+def _facts(fmt: str) -> int:
+    from dataclasses import asdict
+
+    from perflint.engine.docs import facts_markdown
+    from perflint.facts.catalogue import capabilities, scopes
+
+    if fmt == "markdown":
+        sys.stdout.write(facts_markdown())
+    elif fmt == "json":
+        doc = {"scopes": [asdict(s) for s in scopes()], "capabilities": capabilities()}
+        sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    else:
+        for s in scopes():
+            sys.stdout.write(f"{s.name}{' (run-level)' if s.run_level else ''}: {s.doc.splitlines()[0] if s.doc else ''}\n")
+            for f in s.fields:
+                unit = f" [{f.unit}]" if f.unit else ""
+                sys.stdout.write(f"  {f.name:<28} {f.type:<8}{unit} {f.meaning}\n")
+        sys.stdout.write("capabilities (requires:):\n")
+        for name, what in capabilities().items():
+            sys.stdout.write(f"  {name:<28} {what}\n")
     return 0

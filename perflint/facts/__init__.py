@@ -4,7 +4,8 @@ A fact source is a Python function `(ctx) -> list[row dict]` registered here wit
 that identify a row (its key, used for grouping and fingerprints). Capabilities say whether a
 trace holds the data a rule needs; a rule whose requirement is missing is reported as skipped
 with the capability's reason. Third parties add sources, fields and capabilities through the
-`perflint.facts` entry-point group (a callable that receives this module's `register` API).
+`perflint.facts` entry-point group: a function called once, with no arguments, that registers them
+with this module's decorators (`fact`, `run_source`, `enricher`, `capability`).
 """
 
 from __future__ import annotations
@@ -46,9 +47,11 @@ class FactSource:
 
 SOURCES: dict[str, FactSource] = {}
 CAPABILITIES: dict[str, Callable[[Trace], str | None]] = {}
+CAPABILITY_DOCS: dict[str, str] = {}  # capability -> what it checks (the fact catalogue)
 # Extra per-row fields contributed by other modules or plugins: scope -> [fn(ctx, row) -> dict]
 ENRICHERS: dict[str, list[Callable[[Context, Row], Row]]] = {}
 EXTRA_FIELDS: dict[str, dict[str, str]] = {}
+FIELD_MODULE: dict[tuple[str, str], str] = {}  # (scope, enriched field) -> module that adds it
 # Run-level sources see every trace's `rank_row` (the `trace` row): multi-rank rules such as
 # stragglers. name -> (fn(list of rank rows) -> rows, key, fields)
 RUN_SOURCES: dict[str, tuple[Callable[[list[Row]], list[Row]], tuple[str, ...], dict[str, str]]] = {}
@@ -64,9 +67,12 @@ def fact(name: str, key: tuple[str, ...], fields: dict[str, str]) -> Callable[[C
     return deco
 
 
-def capability(name: str) -> Callable[[Callable[[Trace], str | None]], Callable[[Trace], str | None]]:
+def capability(name: str, checks: str = "") -> Callable[[Callable[[Trace], str | None]], Callable[[Trace], str | None]]:
+    """Registers `fn(trace) -> reason or None` as the capability `name`; `checks`: what it checks."""
+
     def deco(fn: Callable[[Trace], str | None]) -> Callable[[Trace], str | None]:
         CAPABILITIES[name] = fn
+        CAPABILITY_DOCS[name] = checks
         return fn
 
     return deco
@@ -76,6 +82,7 @@ def enricher(scope: str, fields: dict[str, str]) -> Callable[[Callable[[Context,
     def deco(fn: Callable[[Context, Row], Row]) -> Callable[[Context, Row], Row]:
         ENRICHERS.setdefault(scope, []).append(fn)
         EXTRA_FIELDS.setdefault(scope, {}).update(fields)
+        FIELD_MODULE.update({(scope, f): fn.__module__ for f in fields})
         return fn
 
     return deco

@@ -48,12 +48,12 @@ def _baseline(t: Trace) -> dict[str, Any] | None:
     return b if isinstance(b, dict) else None
 
 
-@capability("baseline")
+@capability("baseline", "a baseline was given (--baseline)")
 def _has_baseline(t: Trace) -> str | None:
     return None if _baseline(t) is not None else "no baseline given (use --baseline FILE|TRACE|DIR)"
 
 
-@capability("baseline_steps")
+@capability("baseline_steps", "the baseline and the trace both have analysis steps to compare")
 def _enough_steps(t: Trace) -> str | None:
     b = _baseline(t)
     if b is None:

@@ -8,22 +8,22 @@ from perflint.facts import capability
 from perflint.model import KERNEL, MEMCPY, NONE, Trace
 
 
-@capability("gpu_kernels")
+@capability("gpu_kernels", "the trace has GPU kernel events")
 def _gpu_kernels(t: Trace) -> str | None:
     return None if (t.gpu.kind == KERNEL).any() else "the trace has no GPU kernel events (CPU-only trace?)"
 
 
-@capability("steps")
+@capability("steps", "the trace has step markers (ProfilerStep#N or the format's equivalent)")
 def _steps(t: Trace) -> str | None:
     return None if t.steps else f"the trace has no {t.recorded('steps')} ({t.recorded('steps_hint')})"
 
 
-@capability("input_dims")
+@capability("input_dims", "some op recorded its input shapes")
 def _input_dims(t: Trace) -> str | None:
     return None if (t.ops.dims != NONE).any() else f"the trace has no {t.recorded('shapes')} ({t.recorded('shapes_hint')})"
 
 
-@capability("device_properties")
+@capability("device_properties", "the trace records the device's properties")
 def _device_props(t: Trace) -> str | None:
     d = t.primary_device
     if d is None or not t.devices:
@@ -31,19 +31,19 @@ def _device_props(t: Trace) -> str | None:
     return None
 
 
-@capability("sm_count")
+@capability("sm_count", "the device properties give the SM count")
 def _sm_count(t: Trace) -> str | None:
     d = t.primary_device
     return None if d is not None and d.sm_count else "the trace's device properties give no SM count"
 
 
-@capability("launch_args")
+@capability("launch_args", "kernel events carry grid/block launch arguments")
 def _launch_args(t: Trace) -> str | None:
     k = t.gpu.kind == KERNEL
     return None if (t.gpu.block[k].sum(axis=1) > 0).any() else "kernel events carry no grid/block launch arguments"
 
 
-@capability("occupancy_args")
+@capability("occupancy_args", "kernel events carry an occupancy estimate or blocks per SM")
 def _occupancy(t: Trace) -> str | None:
     k = t.gpu.kind == KERNEL
     if (~np.isnan(t.gpu.occupancy[k])).any() or (~np.isnan(t.gpu.blocks_per_sm[k])).any():
@@ -51,26 +51,26 @@ def _occupancy(t: Trace) -> str | None:
     return "kernel events carry no occupancy / blocks-per-SM arguments"
 
 
-@capability("launch_links")
+@capability("launch_links", "GPU events are linked to their CPU launch calls (correlation ids)")
 def _links(t: Trace) -> str | None:
     return None if (t.gpu.launch != NONE).any() else "GPU events are not linked to CPU launches (no correlation ids)"
 
 
-@capability("cpu_ops")
+@capability("cpu_ops", "the trace has CPU operator events")
 def _cpu_ops(t: Trace) -> str | None:
     return None if len(t.ops) else "the trace has no CPU operator events"
 
 
-@capability("memory_events")
+@capability("memory_events", "the trace has memory allocation events")
 def _memory(t: Trace) -> str | None:
     return None if len(t.memory) else f"the trace has no {t.recorded('memory')} ({t.recorded('memory_hint')})"
 
 
-@capability("memcpy")
+@capability("memcpy", "the trace has memcpy events")
 def _memcpy(t: Trace) -> str | None:
     return None if (t.gpu.kind == MEMCPY).any() else "the trace has no memcpy events"
 
 
-@capability("runtime")
+@capability("runtime", "the trace has CUDA/HIP runtime API events")
 def _runtime(t: Trace) -> str | None:
     return None if len(t.runtime) else "the trace has no CUDA/HIP runtime events"

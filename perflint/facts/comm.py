@@ -58,7 +58,7 @@ def host_collectives(t: Trace) -> np.ndarray:
     return ops_named(t, "host_collectives", lambda name: name.startswith(_HOST_COLLECTIVE))
 
 
-@capability("communication")
+@capability("communication", "the trace has communication (NCCL/RCCL kernels or gloo collectives)")
 def _has_comm(t: Trace) -> str | None:
     if comm_mask(t).any() or len(host_collectives(t)):
         return None

@@ -39,7 +39,7 @@ def _tensor_keys(t: Trace) -> list[str]:
     return sorted(keys)
 
 
-@capability("cupti_tensor_counters")
+@capability("cupti_tensor_counters", "the trace has CUPTI counters that tell Tensor Core use")
 def _has_tensor_counters(t: Trace) -> str | None:
     if not t.counter_ranges:
         return "the trace has no CUPTI profiler-mode counter ranges"

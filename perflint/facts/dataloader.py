@@ -48,7 +48,7 @@ def dataloader_ops(t: Trace) -> np.ndarray:
     return ops_named(t, "dataloader_ops", is_dataloader_name)
 
 
-@capability("dataloader")
+@capability("dataloader", "the trace has data-loader ops (or the format's data waits)")
 def _has_dataloader(t: Trace) -> str | None:
     if len(dataloader_ops(t)):
         return None

@@ -209,11 +209,11 @@ def memcpy_share(ctx: Context) -> list[Row]:
     return out
 
 
-@capability("steady_steps")
+@capability("steady_steps", "the trace has steady-state steps after the first profiled one")
 def _steady_steps(t: Trace) -> str | None:
     if len(t.steps) >= 2:
         return None
-    return "needs at least two ProfilerStep markers to tell steady-state steps from the warm-up step"
+    return f"needs at least two {t.recorded('steps')} to tell steady-state steps from the warm-up step"
 
 
 ALLOC_FIELDS = {

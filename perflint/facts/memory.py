@@ -41,7 +41,7 @@ def _gpu_rows(t: Trace) -> np.ndarray:
     return np.flatnonzero(m.device_type == CUDA) if len(m) else np.zeros(0, dtype=np.int64)
 
 
-@capability("gpu_memory_events")
+@capability("gpu_memory_events", "the trace has device (GPU) memory allocation events")
 def _gpu_memory(t: Trace) -> str | None:
     if len(_gpu_rows(t)):
         return None

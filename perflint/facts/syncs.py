@@ -264,7 +264,7 @@ def _direction(copy_name: str) -> str | None:
     return m.group(1) if m else None
 
 
-@capability("host_activity")
+@capability("host_activity", "the trace has host-side activity (CPU ops or runtime calls) to attribute syncs to")
 def _host_activity(t: Trace) -> str | None:
     if len(t.runtime) or len(t.ops):
         return None
