@@ -113,7 +113,7 @@ def run_check(
     # The rules and analysis modules are imported here, after the traces' reads have begun: a
     # big trace decodes in worker processes meanwhile.
     from perflint.commands.baseline_io import apply_accepted, load_accepted, load_baseline
-    from perflint.config import apply_suppressions, select_rules
+    from perflint.selection import apply_suppressions, select_rules
     from perflint.engine.loader import load_rules
     from perflint.engine.run import check_run
     from perflint.findings import RunResult, SkippedFile

@@ -170,7 +170,8 @@ def test_small_rank_files_wait_for_the_rules(ranks: Path) -> None:
 def test_rank_workers_read_before_the_work_exists(ranks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pipeline, "RANK_POOL_MIN_BYTES", 0)
     from perflint.engine.loader import load_rules
-    from perflint.config import Config, select_rules
+    from perflint.config import Config
+    from perflint.selection import select_rules
     from perflint.commands.check import _check_one
     import functools
 

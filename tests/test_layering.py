@@ -1,6 +1,6 @@
 """Imports follow the one-way data flow (DESIGN §2): a module knows only what is below it.
 
-reader -> graph -> metrics -> facts -> engine -> report; cli, commands, config, pipeline on top.
+reader -> graph -> metrics -> facts -> engine -> report; cli, commands, config, selection, pipeline on top.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ LAYER = {
     "report": 6,
     "pipeline": 7,
     "config": 7,
+    "selection": 7,
     "tables": 5,
     "commands": 8,
     "api": 8,

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from perflint.config import Config, select_rules
+from perflint.config import Config
+from perflint.selection import select_rules
 from perflint.engine.loader import load_rules
 from perflint.engine.run import check_trace
 from perflint.graph.load import load_trace

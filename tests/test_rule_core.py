@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from perflint.commands.check import _check_one
-from perflint.config import Config, select_rules
+from perflint.config import Config
+from perflint.selection import select_rules
 from perflint.engine.loader import builtin_rules_dir, load_builtin_file, load_rules, rule_files
 from perflint.engine.rule import Rule
 from perflint.engine.rule_core import RuleCore

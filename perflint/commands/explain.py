@@ -17,7 +17,8 @@ def add_parser(sub: Any, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from perflint.config import load_config, selector_score
+    from perflint.config import load_config
+    from perflint.selection import selector_score
     from perflint.engine.docs import explain
     from perflint.engine.loader import load_rules
 
