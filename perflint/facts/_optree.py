@@ -12,10 +12,11 @@ from typing import Any
 import numpy as np
 
 from perflint.facts import Context
-from perflint.facts._group import factorize, present_ids, unique_inverse
-from perflint.ids import isin_ids
+from perflint.facts._group import factorize, unique_inverse
+from perflint.graph.build import stack_member
+from perflint.graph.intervals import depths
 from perflint.metrics.dtypes import op_dtype
-from perflint.model import NONE, OP_CPU, Trace
+from perflint.model import NONE
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ def op_levels(ctx: Context) -> Levels:
         parent = ctx.trace.ops.parent
         depth = ctx.trace.ops.depth
         if not depth_is_nesting(ctx):
-            depth = _depths(parent)
+            depth = depths(parent)
         if len(parent) == 0:
             got = Levels(np.zeros(0, dtype=np.int64), [0], [])
         else:
@@ -81,21 +82,6 @@ def op_levels(ctx: Context) -> Levels:
             got = Levels(order, bounds, ppos)
         ctx.cache["op_levels"] = got
     return got  # type: ignore[no-any-return]
-
-
-def _depths(parent: np.ndarray) -> np.ndarray:
-    """Nesting depth from the parent links (pointer chasing over all ops at once, one pass per level)."""
-    depth = np.zeros(len(parent), dtype=np.int64)
-    idx = np.flatnonzero(parent != NONE)
-    anc = parent[idx]
-    for _ in range(len(parent)):  # bounded: a parent cycle cannot hang the pass
-        if len(idx) == 0:
-            break
-        depth[idx] += 1
-        anc = parent[anc]
-        keep = anc != NONE
-        idx, anc = idx[keep], anc[keep]
-    return depth
 
 
 def propagate(ctx: Context, own: np.ndarray) -> np.ndarray:
@@ -144,16 +130,6 @@ class OpArrays:
     fwd: np.ndarray  # forward op (graph.build.forward_op), NONE for forward ops
     member: np.ndarray  # bool: the op is a stack member (cpu op, not a ProfilerStep marker)
     stack_links: list[tuple[int, int]]  # stack key -> (parent stack key, name string id)
-
-
-def stack_member(t: Trace) -> np.ndarray:
-    """cpu_ops that are not ProfilerStep markers: what op_stack keeps."""
-    o = t.ops
-    markers = [i for i in present_ids(o.name) if t.s(i).startswith("ProfilerStep#")]
-    member = o.kind == OP_CPU
-    if markers:
-        member = member & ~isin_ids(o.name, np.asarray(markers, dtype=o.name.dtype))
-    return member  # type: ignore[no-any-return]
 
 
 def op_arrays(ctx: Context) -> OpArrays:

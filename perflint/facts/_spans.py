@@ -3,12 +3,10 @@ spans, clipped to a window, and of the intersection of two span sets."""
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
 from perflint.facts import Context
-from perflint.metrics.intervals import merge, reduce_at
+from perflint.metrics.intervals import clip_length, merge, reduce_at
 from perflint.metrics.steps import clipped, launch_ts, step_of
 from perflint.model import GPU_SYNC
 
@@ -25,32 +23,10 @@ def union(a: Spans, b: Spans) -> Spans:
     return merge(np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]]))
 
 
-_SCRATCH = threading.local()  # per thread (executors run traces in threads): all zeros between calls
-
-
-def _clip_length(ms: np.ndarray, me: np.ndarray, lo: float, hi: float) -> float:
-    """metrics.intervals.clip_length, bit for bit, without clipping every span: spans outside
-    [lo, hi] clip to +0.0, so a zero array with the inside spans filled in is the same array and
-    its sum (numpy's pairwise sum over the same length) the same float."""
-    if hi <= lo or len(ms) == 0:
-        return 0.0
-    i0 = int(np.searchsorted(me, lo, side="right"))
-    i1 = max(int(np.searchsorted(ms, hi, side="left")), i0)
-    zeros = getattr(_SCRATCH, "zeros", None)
-    if zeros is None or len(zeros) < len(ms):
-        zeros = _SCRATCH.zeros = np.zeros(len(ms))
-    v = zeros[: len(ms)]
-    try:
-        v[i0:i1] = np.clip(np.minimum(me[i0:i1], hi) - np.maximum(ms[i0:i1], lo), 0, None)
-        return float(v.sum())
-    finally:
-        v[i0:i1] = 0.0  # back to all zeros for the next call
-
-
 def length(a: Spans, lo: float = -np.inf, hi: float = np.inf) -> float:
     if not np.isfinite(lo) and not np.isfinite(hi):
         return float((a[1] - a[0]).sum())
-    return _clip_length(a[0], a[1], lo, hi)
+    return clip_length(a[0], a[1], lo, hi)
 
 
 def overlap(a: Spans, b: Spans, lo: float = -np.inf, hi: float = np.inf, ab: Spans | None = None) -> float:

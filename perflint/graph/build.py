@@ -360,7 +360,7 @@ def is_step_marker(trace: Trace, op: int) -> bool:
     return trace.s(int(trace.ops.name[op])).startswith("ProfilerStep#")
 
 
-def _stack_member_array(trace: Trace) -> np.ndarray:
+def stack_member(trace: Trace) -> np.ndarray:
     """Per op: a cpu_op that is not a ProfilerStep marker (cached while the columns are the same)."""
     ops = trace.ops
 
@@ -384,7 +384,7 @@ def _stack_links(trace: Trace) -> tuple[list[int], list[int]]:
         or got[2] is not ops.name
         or got[3] != len(trace.strings)
     ):
-        member = _stack_member_array(trace)
+        member = stack_member(trace)
         near = _first_on_chain(ops.parent, np.where(member, np.arange(len(ops)), NONE))
         up = np.full(len(ops), NONE, dtype=np.int64)
         has = ops.parent != NONE
@@ -413,7 +413,7 @@ def top_ops(trace: Trace) -> np.ndarray:
     """Per op: `op_stack(trace, op)[0]`, the outermost stack member on its chain (NONE if none).
     int64, cached; index it with an op array to get many launches' top-level ops at once."""
     ops = trace.ops
-    member = _stack_member_array(trace)
+    member = stack_member(trace)
 
     def make() -> np.ndarray:
         best = np.where(member, np.arange(len(ops)), NONE).astype(np.int64)
@@ -435,7 +435,7 @@ def top_ops_of(trace: Trace, op: np.ndarray) -> np.ndarray:
     """`top_ops(trace)[op]` for an array of op indices (none NONE), without the whole-trace
     table: walks up the asked ops' chains only, one vectorized step per level (the summary asks
     for the launching ops of a few kernels, a small share of the ops)."""
-    member = _stack_member_array(trace)
+    member = stack_member(trace)
     parent = trace.ops.parent
     op = np.asarray(op, dtype=np.int64)
     best = np.where(member[op], op, NONE).astype(np.int64)

@@ -41,7 +41,7 @@ def nest(thread: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> tuple[np.ndarra
     s_par = np.full(n, NONE, dtype=np.int32)
     s_par[has] = order[ppos[has]]
     parent[order] = s_par
-    depth[order] = _depths(ppos).astype(np.int16)
+    depth[order] = depths(ppos).astype(np.int16)
     return parent, depth, order
 
 
@@ -138,12 +138,14 @@ def _search_ge(v: np.ndarray, lo: np.ndarray, cur: np.ndarray, target: np.ndarra
     return np.where(j >= lo, j, -1)
 
 
-def _depths(ppos: np.ndarray) -> np.ndarray:
+def depths(ppos: np.ndarray) -> np.ndarray:
     """Number of ancestors of each node of a parent-pointer forest (-1 = root), by pointer jumping."""
     d = (ppos >= 0).astype(np.int64)
     p = ppos.copy()
     live = np.flatnonzero(p >= 0)
-    while len(live):
+    for _ in range(64):  # each pass halves every path: a forest of any size ends well within this
+        if not len(live):
+            break
         pl = p[live]
         # d[i] counts the steps from i to p[i]: jump to p[p[i]] and add p[i]'s count.
         d[live] += d[pl]

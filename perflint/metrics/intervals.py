@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 
@@ -49,11 +51,28 @@ def union_length(starts: np.ndarray, ends: np.ndarray) -> float:
     return float((me - ms).sum())
 
 
+_SCRATCH = threading.local()  # per thread (executors run traces in threads): all zeros between calls
+
+
 def clip_length(ms: np.ndarray, me: np.ndarray, lo: float, hi: float) -> float:
-    """Length of merged intervals inside [lo, hi]."""
+    """Length of merged (sorted, disjoint) intervals inside [lo, hi].
+
+    Only the spans that reach into [lo, hi] are clipped: the others would clip to +0.0, so a
+    zero array with the inside spans filled in is the same array, and its sum (numpy's pairwise
+    sum over the same length) the same float as clipping every span."""
     if hi <= lo or len(ms) == 0:
         return 0.0
-    return float(np.clip(np.minimum(me, hi) - np.maximum(ms, lo), 0, None).sum())
+    i0 = int(np.searchsorted(me, lo, side="right"))
+    i1 = max(int(np.searchsorted(ms, hi, side="left")), i0)
+    zeros = getattr(_SCRATCH, "zeros", None)
+    if zeros is None or len(zeros) < len(ms):
+        zeros = _SCRATCH.zeros = np.zeros(len(ms))
+    v = zeros[: len(ms)]
+    try:
+        v[i0:i1] = np.clip(np.minimum(me[i0:i1], hi) - np.maximum(ms[i0:i1], lo), 0, None)
+        return float(v.sum())
+    finally:
+        v[i0:i1] = 0.0  # back to all zeros for the next call
 
 
 def covered_before(ms: np.ndarray, me: np.ndarray, t: np.ndarray) -> np.ndarray:
