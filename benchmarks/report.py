@@ -6,7 +6,8 @@ import shlex
 from pathlib import Path
 
 from common import MB
-from measure import Bench, GUNZIP_SCRIPT, HTA_SCRIPT, ORJSON_SCRIPT, SIMDJSON_SCRIPT, paired
+from measure import GUNZIP_SCRIPT, HTA_SCRIPT, ORJSON_SCRIPT, SIMDJSON_SCRIPT, Bench, paired
+
 
 def _f(x: float | None, spec: str = ".2f") -> str:
     return "—" if x is None else format(x, spec)

@@ -42,10 +42,21 @@ from pathlib import Path
 from typing import Sequence
 
 from common import GZ_LEVEL, MB, REPO, fmt_cmd, log, short
+from measure import (
+    GUNZIP_SCRIPT,
+    HTA_SCRIPT,
+    ORJSON_SCRIPT,
+    PAIRED_REPEATS,
+    SIMDJSON_SCRIPT,
+    Bench,
+    cpu_scaling,
+    machine_info,
+    perflint_version,
+    py_versions,
+    work_scaling,
+)
 from prepare import DEFAULT_BIG_RANK_SOURCE_REL, DEFAULT_SOURCE_REL, _uncompressed_mb, build_gz, build_rank_dir, build_scaled, hta_dir
-from measure import Bench, GUNZIP_SCRIPT, HTA_SCRIPT, ORJSON_SCRIPT, PAIRED_REPEATS, SIMDJSON_SCRIPT, cpu_scaling, machine_info, perflint_version, py_versions, work_scaling
 from report import _f, write_report
-
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

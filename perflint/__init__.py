@@ -13,7 +13,7 @@ from perflint.errors import InputError, PerflintError
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from perflint.api import CheckResult, check, kernels, load, ops, summary
+    from perflint.api import CheckResult, check, kernels, load, ops, summary  # noqa: F401 (lazy re-exports, see __getattr__)
 
 _API = ("CheckResult", "check", "kernels", "load", "ops", "summary")
 __all__ = [*_API, "InputError", "PerflintError", "__version__"]

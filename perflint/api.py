@@ -113,10 +113,10 @@ def run_check(
     # The rules and analysis modules are imported here, after the traces' reads have begun: a
     # big trace decodes in worker processes meanwhile.
     from perflint.commands.baseline_io import apply_accepted, load_accepted, load_baseline
-    from perflint.selection import apply_suppressions, select_rules
     from perflint.engine.loader import load_rules
     from perflint.engine.run import check_run
     from perflint.findings import RunResult, SkippedFile
+    from perflint.selection import apply_suppressions, select_rules
 
     if opts.fail_on is not None and opts.fail_on not in FAIL_ON:
         raise UsageError("fail_on", f"must be one of {', '.join(FAIL_ON)}, not {opts.fail_on!r}")

@@ -13,12 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from perflint import pipeline
 from perflint.cli import main
 from perflint.graph.build import link
-from perflint import pipeline
 from perflint.pipeline import Prepared
 from perflint.readers import source, start_read
-from perflint.readers.kineto import reader as kineto
 from perflint.readers.source import read_bytes
 from tests.conftest import shared_trace
 from tests.test_perf_equivalence import _reference, assert_same_trace
@@ -169,11 +168,12 @@ def test_small_rank_files_wait_for_the_rules(ranks: Path) -> None:
 
 def test_rank_workers_read_before_the_work_exists(ranks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pipeline, "RANK_POOL_MIN_BYTES", 0)
-    from perflint.engine.loader import load_rules
-    from perflint.config import Config
-    from perflint.selection import select_rules
-    from perflint.commands.check import _check_one
     import functools
+
+    from perflint.commands.check import _check_one
+    from perflint.config import Config
+    from perflint.engine.loader import load_rules
+    from perflint.selection import select_rules
 
     prepared = Prepared([str(ranks)], jobs=2)
     try:

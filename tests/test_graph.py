@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from perflint.graph.build import forward_op, op_chain, op_stack
-from perflint.model import KERNEL, MEMCPY, MEMSET, NONE, OP_ANNOTATION, Trace
 from perflint.graph.load import load_trace
+from perflint.model import KERNEL, MEMCPY, MEMSET, NONE, OP_ANNOTATION, Trace
 from tests.builder import TraceBuilder
 from tests.conftest import FIXTURES, shared_trace
 

@@ -11,7 +11,8 @@ import pytest
 
 from perflint.cli import main
 from perflint.readers import budget
-from perflint.readers.kineto import chunked, reader as kineto
+from perflint.readers.kineto import chunked
+from perflint.readers.kineto import reader as kineto
 from perflint.report import progress
 from tests.conftest import shared_trace
 

@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from perflint.metrics.tb_gpu import gpu_metrics, gpu_summary, gpu_timeline, tb_window
 from perflint.graph.load import load_trace
+from perflint.metrics.tb_gpu import gpu_metrics, gpu_summary, gpu_timeline, tb_window
 from tests.conftest import shared_trace
 
 FIXTURE_IN = "kineto/test/gpu_metrics_input.json"

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from perflint.metrics.temporal import hta_kernel_type, hta_temporal, temporal_breakdown
 from perflint.graph.load import load_trace
+from perflint.metrics.temporal import hta_kernel_type, hta_temporal, temporal_breakdown
 from tests.conftest import shared_trace
 
 # Whole-microsecond GPU traces; (idle %, compute %, non-compute %) printed by HTA 0.5.0

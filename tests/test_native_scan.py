@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from perflint.errors import InputError
 from perflint.model import Trace
 from perflint.readers import detect_format
-from perflint.readers.kineto import chunked, native_scan, reader as kineto
+from perflint.readers.kineto import chunked, native_scan
+from perflint.readers.kineto import reader as kineto
 from perflint.readers.source import read_bytes
 from tests.conftest import FIXTURES, TRACES
 from tests.test_perf_equivalence import assert_same_trace

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from perflint.metrics.temporal import hta_temporal, temporal_breakdown
 from perflint.graph.load import load_trace
+from perflint.metrics.temporal import hta_temporal, temporal_breakdown
 from perflint.model import Trace
 from tests.builder import TraceBuilder
 from tests.conftest import shared_trace

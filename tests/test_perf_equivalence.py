@@ -23,7 +23,8 @@ from perflint.cli import main
 from perflint.errors import InputError
 from perflint.model import Trace
 from perflint.readers import ReadOptions, source
-from perflint.readers.kineto import chunked, reader as kineto
+from perflint.readers.kineto import chunked
+from perflint.readers.kineto import reader as kineto
 from perflint.readers.source import read_bytes
 from tests.builder import TraceBuilder
 from tests.conftest import shared_trace

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from perflint.config import Config
-from perflint.selection import select_rules
 from perflint.engine.loader import load_rules
 from perflint.engine.run import check_trace
 from perflint.graph.load import load_trace
-from perflint.readers.kineto import native_scan
 from perflint.ids import distinct
+from perflint.readers.kineto import native_scan
+from perflint.selection import select_rules
 from tests.conftest import shared_trace
 
 

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from perflint.errors import InputError
-from perflint.model import GPU_SYNC, KERNEL, MEMCPY, MEMSET, OP_ANNOTATION, OP_CPU, Trace
 from perflint.graph.load import load_trace
+from perflint.model import GPU_SYNC, KERNEL, MEMCPY, MEMSET, OP_ANNOTATION, OP_CPU, Trace
 from perflint.readers import discover
 from tests.conftest import shared_trace
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import copy
 import gzip
-import os
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,11 +23,12 @@ import pytest
 from perflint.errors import InputError
 from perflint.model import Trace
 from perflint.readers import read_trace, source
-from perflint.readers.kineto import chunked, reader as kineto
+from perflint.readers.kineto import chunked
+from perflint.readers.kineto import reader as kineto
 from perflint.readers.kineto.fast_add import StrictMiss, add_strict
 from perflint.readers.kineto.schema import STRICT_DECODER
-from tests.builder import TraceBuilder
 from perflint.readers.source import read_bytes
+from tests.builder import TraceBuilder
 from tests.conftest import shared_trace
 from tests.test_perf_equivalence import CORPUS, assert_same_trace
 

@@ -14,7 +14,7 @@ import pytest
 from perflint import readers
 from perflint.cli import main
 from perflint.model import KERNEL, Trace
-from perflint.readers import ReadOptions, Reader, discover, read_traces
+from perflint.readers import Reader, ReadOptions, discover, read_traces
 from perflint.readers.tables import Strings, Threads, build_trace
 from tests.conftest import FIXTURES
 

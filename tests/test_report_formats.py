@@ -197,9 +197,8 @@ def test_github_limits_and_notice() -> None:
 
 
 def test_github_auto_under_actions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from tests.test_report_cli import bad_trace
-
     from perflint.cli import main
+    from tests.test_report_cli import bad_trace
 
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     assert main(["check", bad_trace(tmp_path), "--select", "TC001", "--jobs", "1"]) == 1

@@ -19,13 +19,13 @@ import yaml
 
 from perflint.commands.check import _check_one
 from perflint.config import Config
-from perflint.selection import select_rules
 from perflint.engine.loader import builtin_rules_dir, load_builtin_file, load_rules, rule_files
 from perflint.engine.rule import Rule
 from perflint.engine.rule_core import RuleCore
 from perflint.engine.run import ActiveRule, check_trace
 from perflint.errors import RuleError
 from perflint.graph.load import load_trace
+from perflint.selection import select_rules
 from tests.conftest import FIXTURES, shared_trace
 
 BUILTIN = rule_files(builtin_rules_dir())

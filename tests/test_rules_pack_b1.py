@@ -55,9 +55,9 @@ def test_occupancy_shared_memory_and_turing_limits() -> None:
 def test_occupancy_matches_kineto_estimates_on_v100_resnet50() -> None:
     """Kineto's `est. achieved occupancy %` = min(resident blocks, blocks per SM) x warps per block /
     max warps (cudaOccMaxActiveBlocksPerMultiprocessor): every launch config must agree."""
+    from perflint.graph.load import load_trace
     from perflint.metrics.occupancy import device_occupancy
     from perflint.model import KERNEL
-    from perflint.graph.load import load_trace
 
     t = load_trace(shared_trace(RN0), None)
     g, dev = t.gpu, t.primary_device

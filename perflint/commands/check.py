@@ -7,8 +7,12 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from perflint.api import CheckOptions, prepare, run_check
-from perflint.api import _check_one  # noqa: F401 (the per-trace work, where tests find it)
+from perflint.api import (
+    CheckOptions,
+    _check_one,  # noqa: F401 (the per-trace work, where tests find it)
+    prepare,
+    run_check,
+)
 from perflint.commands.common import (
     REPORT_FILES,
     add_check_options,

@@ -18,9 +18,9 @@ def add_parser(sub: Any, name: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from perflint.config import load_config
-    from perflint.selection import selector_score
     from perflint.engine.docs import explain
     from perflint.engine.loader import load_rules
+    from perflint.selection import selector_score
 
     cfg = load_config(args.config)
     rules = load_rules(cfg.rule_dirs + list(args.rule_dir))

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from perflint.facts import Context, Row, fact
-from perflint.facts.steps import GAP_FLOOR_US, busy_intervals, device_work, window_gaps, windows
 from perflint.facts._optree import op_arrays, stack_names
+from perflint.facts.steps import GAP_FLOOR_US, busy_intervals, device_work, window_gaps, windows
 from perflint.graph.build import is_step_marker, ops_by_thread_ts
 from perflint.ids import distinct
 from perflint.model import NONE, Trace

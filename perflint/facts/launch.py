@@ -16,14 +16,14 @@ from __future__ import annotations
 import numpy as np
 
 from perflint.facts import Context, Row, fact, rows
-from perflint.facts.apis import is_kernel_launch, is_launch
-from perflint.facts.steps import busy_intervals, window_gaps, windows
-from perflint.units import fmt_duration
 from perflint.facts._common import gpu_utilization, op_infos, steps_time_us, window_mask
 from perflint.facts._group import Groups, dense_ids, group_medians, id_table, sums
+from perflint.facts.apis import is_kernel_launch, is_launch
+from perflint.facts.steps import busy_intervals, window_gaps, windows
 from perflint.metrics.intervals import merge
 from perflint.metrics.steps import step_of
 from perflint.model import GPU_SYNC, KERNEL, NONE
+from perflint.units import fmt_duration
 
 RUNTIME_CUTOFF_US = 50.0  # HTA cuda_kernel_launch_stats runtime_cutoff
 DELAY_CUTOFF_US = 100.0  # HTA cuda_kernel_launch_stats launch_delay_cutoff

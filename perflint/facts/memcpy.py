@@ -19,13 +19,13 @@ from perflint.facts import Context, Row, capability, fact, rows
 from perflint.facts._common import kernel_op, op_info, op_infos, window_mask
 from perflint.facts._group import Groups, dense_ids, labels, present_ids
 from perflint.facts.apis import is_alloc
-from perflint.units import fmt_duration
 from perflint.facts.launch import window_span_us
 from perflint.graph.build import runtime_source
 from perflint.ids import isin_ids
 from perflint.metrics.intervals import merge
 from perflint.metrics.steps import step_of
 from perflint.model import KERNEL, MEMCPY, NONE, Trace
+from perflint.units import fmt_duration
 
 # "Memcpy HtoD (Pageable -> Device)"; older/AMD traces may omit the parenthesis.
 _NAME = re.compile(r"Memcpy\s+(\w+)(?:\s*\((\w+)\s*->\s*(\w+)\))?")

@@ -27,8 +27,8 @@ import numpy as np
 
 from perflint.facts import Context, Row, fact
 from perflint.facts._common import kernel_op, primary_device, steps_time_us, window_mask
-from perflint.facts._optree import depth_is_nesting, op_arrays, op_info, op_levels, propagate
 from perflint.facts._group import Groups, dense_ids, present_ids, sums
+from perflint.facts._optree import depth_is_nesting, op_arrays, op_info, op_levels, propagate
 from perflint.ids import isin_ids
 from perflint.metrics.dtypes import kernel_dtype, op_dtype
 from perflint.metrics.kernels import CAT_INDEX, classify

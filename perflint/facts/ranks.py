@@ -17,8 +17,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import numpy as np
-
 from perflint.facts import Context, Row, enricher, run_source
 from perflint.metrics.stats import np_median
 

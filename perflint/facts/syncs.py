@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from perflint.facts import Context, Row, capability, fact
-from perflint.facts._optree import on_chain, op_infos
 from perflint.facts._group import Groups, dense_ids, id_table, labels, present_ids
+from perflint.facts._optree import on_chain, op_infos
 from perflint.facts.apis import is_launch, is_sync_copy, sync_kind
 from perflint.facts.launch import runtime_in_window, window_span_us
 from perflint.facts.memcpy import parse_memcpy

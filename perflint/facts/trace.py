@@ -3,8 +3,6 @@ for run-level (multi-rank) rules; other modules add fields to it with `@enricher
 
 from __future__ import annotations
 
-import numpy as np
-
 from perflint.facts import Context, Row, fact
 from perflint.facts._common import gpu_utilization, steps_time_us, window_mask
 from perflint.metrics.stats import np_median

@@ -16,8 +16,8 @@ from typing import Callable, TypeVar
 
 import numpy as np
 
-from perflint.ids import distinct, isin_ids
 from perflint.graph.intervals import enclosing, nest
+from perflint.ids import distinct, isin_ids
 from perflint.model import NONE, OP_CPU, Step, Trace
 
 T = TypeVar("T")
@@ -236,7 +236,7 @@ def forward_op(trace: Trace, op: int) -> int:
 
 def _sources(trace: Trace) -> None:
     """The innermost user frame for each op: python_function events first, else Call stack."""
-    ops, py = trace.ops, trace.pyfn
+    ops = trace.ops
     strings = trace.strings
     src_ids: dict[str, int] = {}
 

@@ -12,8 +12,8 @@ from perflint.metrics.kernels import CATEGORIES, SYNC_CATEGORY, classify
 from perflint.metrics.stats import np_median
 from perflint.metrics.steps import analysis_steps
 from perflint.metrics.tb_gpu import gpu_summary
-from perflint.metrics.tensor_cores import tensor_core_summary
 from perflint.metrics.temporal import temporal_breakdown
+from perflint.metrics.tensor_cores import tensor_core_summary
 from perflint.model import KERNEL, MEMCPY, MEMSET, NONE, Trace
 
 TOP_KERNELS = 10

@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from perflint.model import KERNEL, Trace
 from perflint.metrics.kernels import classify, trace_vendor, uses_tensor_cores
+from perflint.model import KERNEL, Trace
 
 # Counter names that count tensor-pipe (MMA) instructions in CUPTI profiler ranges.
 TENSOR_COUNTER_MARKERS = ("pipe_tensor", "tensor_op", "hmma", "imma")

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 from perflint.errors import InputError
 from perflint.model import Trace
 from perflint.pipeline.cluster import ClusterError  # dask itself is imported only when a run uses it
-from perflint.pipeline.work import Outcome, Work, run_one as _run_one
+from perflint.pipeline.work import Outcome, Work
+from perflint.pipeline.work import run_one as _run_one
 from perflint.readers import PendingRead, ReadOptions, discover, start_read
 
 if TYPE_CHECKING:

@@ -17,9 +17,9 @@ from perflint.plugins import entry_points
 from perflint.readers import sqlite
 from perflint.readers.kineto import KinetoReader
 from perflint.readers.mindspore import MindSporeReader
-from perflint.readers.nvprof import NvprofReader
 from perflint.readers.nsys import NsysReader
-from perflint.readers.protocol import CallableReader, ReadOptions, Reader
+from perflint.readers.nvprof import NvprofReader
+from perflint.readers.protocol import CallableReader, Reader, ReadOptions
 from perflint.readers.source import BLANK, HEAD_BYTES, PendingRead, head, open_source, read_bytes
 
 # Sniffed in this order: formats with a distinctive signature first, Kineto's JSON last.

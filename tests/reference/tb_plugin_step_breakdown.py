@@ -2,7 +2,10 @@
 its step-time breakdown (per step and averaged) as JSON. Usage (in a venv with torch-tb-profiler==0.4.3):
     python tb_plugin_step_breakdown.py CORPUS/traces/kineto/samples/resnet50_*/*.json.gz
 """
-import gzip, json, sys
+import gzip
+import json
+import sys
+
 from torch_tb_profiler.profiler.data import RunProfileData
 from torch_tb_profiler.profiler.event_parser import ProfileRole
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from perflint.model import Trace
 from perflint.readers.kineto.reader import parse_devices, read_kineto, start_kineto
 from perflint.readers.kineto.sniff import not_a_trace
-from perflint.readers.protocol import ReadOptions, Reader
+from perflint.readers.protocol import Reader, ReadOptions
 from perflint.readers.source import BLANK, PendingRead
 
 

@@ -21,8 +21,8 @@ import numpy as np
 
 from perflint.ids import distinct
 from perflint.model import NONE, OP_ANNOTATION, OP_CPU
-from perflint.readers.kineto.fast_add import _CODES, _GPU_KIND, _GROUP, G_CPR, G_GPU, G_MEM, G_OPS, G_PYFN, G_RT, G_TRACE
 from perflint.readers.kineto.codes import C_OP, MEM_CODE
+from perflint.readers.kineto.fast_add import _CODES, _GPU_KIND, _GROUP, G_CPR, G_GPU, G_MEM, G_OPS, G_PYFN, G_RT, G_TRACE
 
 try:
     from perflint.readers.kineto import _kscan

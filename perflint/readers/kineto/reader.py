@@ -36,9 +36,7 @@ from perflint.model import (
     Trace,
 )
 from perflint.readers import budget
-from perflint.readers.kineto import chunked
 from perflint.readers.kineto.chunked import Fallback, after, chunk_bytes, decode_range, last_slice, plan_iter, read_sliced
-from perflint.readers.kineto.fast_add import StrictMiss, add_strict
 from perflint.readers.kineto.codes import (  # noqa: F401 (re-exported: the reader's public constants)
     C_ANN,
     C_CPR,
@@ -50,16 +48,27 @@ from perflint.readers.kineto.codes import (  # noqa: F401 (re-exported: the read
     C_RT,
     C_SYNC,
     CATEGORY_CODES,
+)
+from perflint.readers.kineto.codes import (
     MEM_CODE as _MEM,
+)
+from perflint.readers.kineto.codes import (
     TRACE_CODE as _TRACE,
+)
+from perflint.readers.kineto.codes import (
     code_of as _code_of,
+)
+from perflint.readers.kineto.codes import (
     int_or as _int_or,
+)
+from perflint.readers.kineto.codes import (
     stream_of as _stream_of,
 )
-from perflint.readers.kineto.recording import RECORDING
-from perflint.readers.kineto.ranges import INT32_MAX, INT64_MAX, check_columns, check_times, finite_time, meta_int, span_of
-from perflint.readers.kineto.schema import DECODER, DEFAULT_ARGS, STRICT_DECODER, Args, Event, StrictSlice, TraceFile
+from perflint.readers.kineto.fast_add import StrictMiss, add_strict
 from perflint.readers.kineto.native_scan import NativeSlice, Parts, add_native
+from perflint.readers.kineto.ranges import INT32_MAX, INT64_MAX, check_columns, check_times, finite_time, meta_int, span_of
+from perflint.readers.kineto.recording import RECORDING
+from perflint.readers.kineto.schema import DECODER, DEFAULT_ARGS, STRICT_DECODER, Args, Event, StrictSlice, TraceFile
 from perflint.readers.protocol import ReadOptions
 from perflint.readers.source import GzipStream, PendingRead, Unavailable, open_source, read_bytes
 

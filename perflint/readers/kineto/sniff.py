@@ -14,7 +14,8 @@ from typing import Any
 
 import orjson
 
-from perflint.readers.source import BLANK as _BLANK, HEAD_BYTES, head
+from perflint.readers.source import BLANK as _BLANK
+from perflint.readers.source import HEAD_BYTES, head
 
 # A JSON string (a key when a colon follows) or a bracket: strings are matched whole, so brackets
 # inside them do not count.

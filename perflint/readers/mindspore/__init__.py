@@ -20,7 +20,7 @@ from perflint.readers.mindspore.files import (
     is_mindspore_dir,
     prof_timelines,
 )
-from perflint.readers.protocol import ReadOptions, Reader
+from perflint.readers.protocol import Reader, ReadOptions
 
 
 def plan(path: str) -> list[tuple[str, DeviceFiles, str]]:

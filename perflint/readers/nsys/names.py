@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 import sqlite3
 
-
 # ENUM_CUDA_MEMCPY_OPER ids -> Kineto's direction words.
 _COPY = {0: "Unknown", 1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA", 8: "DtoD",
          9: "HtoH", 10: "PtoP", 11: "HtoD", 12: "DtoH", 13: "DtoD"}  # fmt: skip

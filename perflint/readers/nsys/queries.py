@@ -99,7 +99,7 @@ BLOCK = (("blockX", 42), ("blockY", 21), ("blockZ", 0))
 def kernels(path: str, con: sqlite3.Connection, sc: Schema) -> Columns:
     t = S.KERNEL
     shm = " + ".join(f'COALESCE("{c}", 0)' for c in ("staticSharedMemory", "dynamicSharedMemory") if c in sc.cols(t))
-    regs = f'(COALESCE("registersPerThread", 0) << 40)' if "registersPerThread" in sc.cols(t) else "0"
+    regs = '(COALESCE("registersPerThread", 0) << 40)' if "registersPerThread" in sc.cols(t) else "0"
     exprs = {
         **_common(sc, t), "name": _c(sc, t, sc.kernel_name), "grid": _packed(sc, t, GRID),
         "block": _packed(sc, t, BLOCK), "regs_shmem": f"{regs} | ({shm or 0})",

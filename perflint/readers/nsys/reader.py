@@ -25,7 +25,7 @@ from perflint.readers.nsys.devices import devices_of, read_devices
 from perflint.readers.nsys.names import Labels, runtime_name
 from perflint.readers.nsys.nvtx import Ranges, op_columns, read_ranges
 from perflint.readers.nsys.schema import Schema
-from perflint.readers.protocol import ReadOptions, Reader
+from perflint.readers.protocol import Reader, ReadOptions
 from perflint.readers.tables import Strings, Threads, build_trace
 
 FORMAT = "nsys"

@@ -17,7 +17,7 @@ from perflint.readers import sqlite
 from perflint.readers.nvprof.markers import read_ranges
 from perflint.readers.nvprof.ops import op_columns
 from perflint.readers.nvprof.tables import KERNEL_TABLES, STRING_TABLE, StringIds, api_calls, devices, gpu_rows
-from perflint.readers.protocol import ReadOptions, Reader
+from perflint.readers.protocol import Reader, ReadOptions
 from perflint.readers.tables import Strings, Threads, build_trace
 
 
