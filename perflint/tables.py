@@ -8,6 +8,7 @@ the rows themselves are built from whole columns.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -150,3 +151,62 @@ def op_rows(t: Trace) -> list[dict[str, Any]]:
     ]
     rows.sort(key=lambda r: (-r["device_total_us"], -r["host_total_us"], r["name"]))
     return rows
+
+
+# `perflint kernels`: pyprof's columns by pyprof's names, then perflint's.
+PYPROF_COLUMNS = ("idx", "seq", "altseq", "tid", "layer", "trace", "dir", "sub", "mod", "op", "kernel", "params", "sil", "tc", "device", "stream", "grid", "block")
+PERFLINT_COLUMNS = ("name", "category", "library", "dtype", "blocks_per_sm", "occupancy", "top_level_op", "bottom_level_op", "op_stack")
+TABLE_COLUMNS = PYPROF_COLUMNS + PERFLINT_COLUMNS
+DEFAULT_COLUMNS = ("idx", "dir", "op", "kernel", "sil", "tc", "grid", "block", "category")
+
+
+def kernel_table(t: Trace) -> Iterator[dict[str, Any]]:
+    """One row per kernel launch in start-time order with TABLE_COLUMNS: pyprof's attribution
+    (graph.attribution) beside the kernel's class and launch configuration."""
+    from perflint.graph.attribution import attribute
+    from perflint.metrics.kernel_names import parse_kernel_name
+
+    rows = kernel_rows(t)
+    if not rows:
+        return
+    g = t.gpu
+    att = attribute(t)
+    order = np.argsort(g.ts[att.kernels], kind="stable")  # kernel_rows' order, as attribution positions
+    bps = g.blocks_per_sm[att.kernels]
+    iid, infos = op_infos(Context(t), kernel_op(t)[att.kernels])
+    base: dict[str, str] = {}  # pyprof's kernel column: the function's name, once per distinct name
+    for idx, (row, i) in enumerate(zip(rows, order.tolist())):
+        rec = att.record(i)
+        mod, op = att.shown(i)
+        info = infos[int(iid[i])]
+        b = float(bps[i])
+        yield {
+            "idx": idx,
+            "seq": rec["seq"],
+            "altseq": rec["altseq"],
+            "tid": rec["tid"],
+            "layer": rec["layer"],
+            "trace": rec["trace"],
+            "dir": rec["dir"],
+            "sub": rec["sub"],
+            "mod": mod,
+            "op": op,
+            "kernel": base.get(row["name"]) or base.setdefault(row["name"], parse_kernel_name(row["name"]).function or row["name"]),
+            "params": rec["params"],
+            "sil": int(round(row["dur_us"] * 1000)),
+            # pyprof's TC column: 1 Tensor Cores, 0 a matrix kernel without them, - not a matrix kernel
+            "tc": "-" if row["tensor_cores"] is None else ("1" if row["tensor_cores"] else "0"),
+            "device": row["device"],
+            "stream": row["stream"],
+            "grid": row["grid"],
+            "block": row["block"],
+            "name": row["name"],
+            "category": row["category"],
+            "library": row["library"],
+            "dtype": row["dtype"],
+            "blocks_per_sm": None if b != b else b,
+            "occupancy": row["occupancy_pct"],
+            "top_level_op": row["top_level_op"],
+            "bottom_level_op": row["op"],
+            "op_stack": list(info.stack),
+        }

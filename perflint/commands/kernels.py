@@ -1,0 +1,109 @@
+"""`perflint kernels PATH`: one row per kernel launch, pyprof's columns by pyprof's names beside
+perflint's; `perflint ops PATH`: one row per op. Rows stream out as they are formatted."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from perflint.errors import UsageError
+
+
+def add_parser(sub: Any, name: str) -> None:
+    from perflint.tables import DEFAULT_COLUMNS, OP_COLUMNS, TABLE_COLUMNS
+
+    ops = name == "ops"
+    cols, default = (OP_COLUMNS, OP_COLUMNS) if ops else (TABLE_COLUMNS, DEFAULT_COLUMNS)
+    what = "one row per op: calls, host and device self/total time" if ops else "one row per kernel launch (pyprof's columns and perflint's)"
+    p = sub.add_parser(name, help=what)
+    p.add_argument("path", help="a trace file or profiler output directory")
+    p.add_argument(
+        "-c",
+        "--columns",
+        default=",".join(default),
+        metavar="COL,...",
+        help=f"columns, in this order (default {','.join(default)}; all: {','.join(cols)})",
+    )
+    p.add_argument("--format", choices=("text", "csv", "tsv", "json"), default="text", help="output format (default: text)")
+    p.add_argument("-w", "--width", type=int, default=None, metavar="N", help="text: total line width (default: no limit)")
+    p.add_argument("--input-format", default=None, metavar="NAME", help="trace format, overriding detection")
+
+
+def run(args: argparse.Namespace) -> int:
+    from perflint.graph.load import load_traces
+    from perflint.tables import OP_COLUMNS, TABLE_COLUMNS, kernel_table, op_rows
+
+    ops = args.command == "ops"
+    known = OP_COLUMNS if ops else TABLE_COLUMNS
+    cols = [c.strip() for c in args.columns.split(",") if c.strip()]
+    bad = [c for c in cols if c not in known]
+    if bad or not cols:
+        raise UsageError("--columns", f"unknown column(s) {', '.join(bad) or '(none given)'} (known: {', '.join(known)})")
+    if args.width is not None and args.width < 20:
+        raise UsageError("--width", f"must be 20 or more, not {args.width}")
+    traces = load_traces(args.path, args.input_format)
+    many = len(traces) > 1
+    if many:
+        cols = ["rank", *cols]
+
+    def rows() -> Iterator[dict[str, Any]]:
+        for t in traces:
+            for r in op_rows(t) if ops else kernel_table(t):
+                yield {**r, "rank": t.rank} if many else r
+
+    write(rows(), cols, args.format, args.width)
+    return 0
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.3f}".rstrip("0").rstrip(".") if v != int(v) else str(int(v))
+    if isinstance(v, (list, tuple)):
+        if v and all(isinstance(x, int) for x in v):
+            return ",".join(str(x) for x in v)  # grid, block: "640,1,1" as pyprof writes them
+        return json.dumps(v, default=str) if v and isinstance(v[0], (list, tuple, dict)) else ";".join(_cell(x) for x in v)
+    if isinstance(v, dict):
+        return json.dumps(v, sort_keys=True)
+    return str(v)
+
+
+def write(rows: Iterable[dict[str, Any]], cols: list[str], fmt: str, width: int | None) -> None:
+    out = sys.stdout
+    if fmt == "json":
+        out.write("[")
+        for i, r in enumerate(rows):
+            out.write(("," if i else "") + "\n  " + json.dumps({c: r.get(c) for c in cols}, default=str))
+        out.write("\n]\n")
+        return
+    if fmt in ("csv", "tsv"):
+        w = csv.writer(out, delimiter="," if fmt == "csv" else "\t", lineterminator="\n")
+        w.writerow(cols)
+        for r in rows:
+            w.writerow([_cell(r.get(c)) for c in cols])
+        return
+    # Text: fixed widths (rows stream, so widths cannot wait for the last row); the widest column
+    # (kernel or op names) takes what -w leaves.
+    widths = {c: max(len(c), _WIDTH.get(c, 10)) for c in cols}
+    if width is not None:
+        wide = "kernel" if "kernel" in widths else ("name" if "name" in widths else cols[-1])
+        rest = sum(v + 2 for c, v in widths.items() if c != wide)
+        widths[wide] = max(len(wide), width - rest)
+    out.write("  ".join(c.ljust(widths[c]) for c in cols).rstrip() + "\n")
+    for r in rows:
+        out.write("  ".join(_fit(_cell(r.get(c)), widths[c]) for c in cols).rstrip() + "\n")
+
+
+_WIDTH = {"idx": 5, "dir": 5, "sil": 9, "tc": 2, "seq": 6, "tid": 8, "sub": 3, "device": 6, "stream": 6, "grid": 12, "block": 12, "kernel": 60, "name": 40, "op": 16, "mod": 18}
+
+
+def _fit(text: str, w: int) -> str:
+    return text.ljust(w) if len(text) <= w else text[: max(1, w - 1)] + "…"
+
+
+__all__ = ["add_parser", "run", "write"]
