@@ -194,7 +194,7 @@ def _compile(node: ast.AST) -> Fn:
         def sub(env: Env) -> Any:
             v, i = value(env), index(env)
             try:
-                return v[i]  # type: ignore[index]
+                return v[i]
             except (TypeError, IndexError, KeyError):
                 return None
 

@@ -33,7 +33,7 @@ class Context:
         if got is None:
             got = analysis_steps(self.trace, self.include_edge_steps)
             self.cache["steps"] = got
-        return got  # type: ignore[no-any-return]
+        return got
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,7 @@ def ops_named(t: Trace, key: str, test: Callable[[str], bool]) -> np.ndarray:
         hit = [i for i in present_ids(t.ops.name) if test(t.strings[i])]
         got = np.flatnonzero(isin_ids(t.ops.name, hit)) if hit else np.zeros(0, dtype=np.int64)
         t.cache[key] = got
-    return got  # type: ignore[no-any-return]
+    return got
 
 
 def kernel_row_dtype(t: Trace, info: OpInfo, kernel_name: str) -> str | None:

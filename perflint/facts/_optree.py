@@ -81,7 +81,7 @@ def op_levels(ctx: Context) -> Levels:
             ppos = [pos[parent[order[a:b]]] if k else np.zeros(0, dtype=np.int64) for k, (a, b) in enumerate(zip(bounds, bounds[1:]))]
             got = Levels(order, bounds, ppos)
         ctx.cache["op_levels"] = got
-    return got  # type: ignore[no-any-return]
+    return got
 
 
 def propagate(ctx: Context, own: np.ndarray) -> np.ndarray:

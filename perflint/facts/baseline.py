@@ -82,7 +82,7 @@ def current_snapshot(ctx: Context) -> dict[str, Any]:
     if snap is None:
         snap = trace_snapshot(ctx)
         ctx.cache["snapshot"] = snap
-    return snap  # type: ignore[no-any-return]
+    return snap
 
 
 IDENTITY_FIELDS = ("device", "compute_capability", "cuda_runtime_version", "hip_runtime_version")

@@ -45,7 +45,7 @@ def _ops_on_threads(t: Trace, cache: dict[str, Any]) -> tuple[np.ndarray, np.nda
             order = _by_thread_ts(t.ops.thread, t.ops.ts, t.ops.dur)
         got = (order, t.ops.thread[order], t.ops.ts[order])
         cache["ops_by_thread_ts"] = got
-    return got  # type: ignore[no-any-return]
+    return got
 
 
 def _by_thread_ts(thread: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
@@ -53,7 +53,7 @@ def _by_thread_ts(thread: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> np.nda
     numbers by real, then imaginary part) in one stable sort, which runs fast on nearly sorted
     times, then a stable sort by thread."""
     if np.isnan(ts).any() or np.isnan(dur).any():
-        return np.lexsort((-dur, ts, thread))  # type: ignore[no-any-return]
+        return np.lexsort((-dur, ts, thread))
     z = np.empty(len(ts), dtype=np.complex128)
     z.real = ts
     z.imag = -dur
@@ -61,7 +61,7 @@ def _by_thread_ts(thread: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> np.nda
     th = thread[order]
     if len(th) and -(2**15) <= th.min() and th.max() < 2**15:
         th = th.astype(np.int16)  # a small-int key sorts by radix
-    return order[np.argsort(th, kind="stable")]  # type: ignore[no-any-return]
+    return order[np.argsort(th, kind="stable")]
 
 
 def _ops_at(ctx: Context, threads: np.ndarray, when: np.ndarray) -> list[int]:

@@ -89,7 +89,7 @@ def _first_max(dur: np.ndarray, groups: Groups) -> np.ndarray:
         return np.asarray([s.start + int(np.argmax(dur[s])) for s in groups.slices()], dtype=np.int64)
     top = np.maximum.reduceat(dur, starts)
     hits = np.flatnonzero(dur == np.repeat(top, groups.counts))
-    return hits[np.searchsorted(hits, starts)]  # type: ignore[no-any-return]
+    return hits[np.searchsorted(hits, starts)]
 
 
 @fact("kernel_groups", key=("top_level_op", "op", "kernel", "input_dims"), fields=FIELDS)

@@ -39,7 +39,7 @@ def runtime_in_window(ctx: Context, rows: np.ndarray) -> np.ndarray:
     """Which of these runtime calls were made inside the analysis steps (all without steps)."""
     if not ctx.steps:
         return np.ones(len(rows), dtype=bool)
-    return step_of(ctx.trace, ctx.steps, ctx.trace.runtime.ts[rows]) >= 0  # type: ignore[no-any-return]
+    return step_of(ctx.trace, ctx.steps, ctx.trace.runtime.ts[rows]) >= 0
 
 
 def window_span_us(ctx: Context) -> float | None:

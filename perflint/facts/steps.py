@@ -110,7 +110,7 @@ def busy_intervals(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
         work = device_work(t)
         got = merge(t.gpu.ts[work], (t.gpu.ts + t.gpu.dur)[work])
         ctx.cache["b1_busy"] = got
-    return got  # type: ignore[no-any-return]
+    return got
 
 
 def window_gaps(ms: np.ndarray, me: np.ndarray, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:

@@ -196,7 +196,7 @@ def _cached(trace: Trace, name: str, deps: tuple[object, ...], make: Callable[[]
     if got is None or any(a is not b and not (type(a) is int and a == b) for a, b in zip(got[0], deps)):
         got = (deps, make())
         trace.cache[name] = got
-    return got[1]  # type: ignore[no-any-return]
+    return got[1]
 
 
 def _first_on_chain(parent: np.ndarray, value: np.ndarray) -> np.ndarray:

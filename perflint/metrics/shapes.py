@@ -248,7 +248,7 @@ def _out_size(h: int, r: int, g: _Geometry, i: int) -> int:
     span = g.dilation[i] * (r - 1)
     if g.padding == "same":
         return h
-    pad = g.padding[i]  # type: ignore[index]
+    pad = g.padding[i]
     if g.transposed:
         return (h - 1) * g.stride[i] - 2 * pad + span + g.output_padding[i] + 1
     return (h + 2 * pad - span - 1) // g.stride[i] + 1

@@ -59,7 +59,7 @@ class _Registry(Mapping[str, Reporter]):
             else:
                 got = spec.load()
             self._loaded[name] = got
-        return got  # type: ignore[no-any-return]
+        return got
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._spec)

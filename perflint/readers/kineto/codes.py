@@ -62,7 +62,7 @@ def stream_of(x: Any) -> int:
     argument, a stream handle such as ROCm's "0x0", text around digits - is NONE (no stream).
     The thread id is never a stand-in: HTA leaves such rows out of the device timeline."""
     if x.__class__ is int:
-        return x  # type: ignore[no-any-return]
+        return x
     if isinstance(x, float):
         return int(x) if math.isfinite(x) else NONE
     if isinstance(x, str):

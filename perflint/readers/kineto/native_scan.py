@@ -27,7 +27,7 @@ from perflint.readers.kineto.fast_add import _CODES, _GPU_KIND, _GROUP, G_CPR, G
 try:
     from perflint.readers.kineto import _kscan
 except ImportError:  # not built (no compiler at install, or PERFLINT_NO_NATIVE=1): the msgspec path
-    _kscan = None  # type: ignore[assignment]
+    _kscan = None
 
 if TYPE_CHECKING:
     from perflint.readers.kineto.reader import ColumnBuilder

@@ -178,11 +178,11 @@ AnyStrictEvent = Union[(XEvent, IEvent, IEventUpper, *_SKIPS)]  # type: ignore[v
 
 
 class StrictTraceFile(_TraceMeta, kw_only=True, gc=False):
-    traceEvents: list[AnyStrictEvent]  # type: ignore[valid-type]
+    traceEvents: list[AnyStrictEvent]
 
 
-STRICT_DECODER: msgspec.json.Decoder[Any] = msgspec.json.Decoder(Union[StrictTraceFile, list[AnyStrictEvent]])  # type: ignore[valid-type]
-STRICT_EVENTS_DECODER: msgspec.json.Decoder[Any] = msgspec.json.Decoder(list[AnyStrictEvent])  # type: ignore[valid-type]
+STRICT_DECODER: msgspec.json.Decoder[Any] = msgspec.json.Decoder(Union[StrictTraceFile, list[AnyStrictEvent]])
+STRICT_EVENTS_DECODER: msgspec.json.Decoder[Any] = msgspec.json.Decoder(list[AnyStrictEvent])
 
 
 class StrictSlice:

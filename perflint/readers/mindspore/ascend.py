@@ -88,7 +88,7 @@ def read_display_timeline(path: str, dev: int, cols: Columns, events: list[dict[
         args = e.get("args") if isinstance(e.get("args"), dict) else {}
         name = args.get("fullname") if isinstance(args, dict) and isinstance(args.get("fullname"), str) else e.get("name")
         try:
-            ts, dur, stream = float(e["ts"]), float(e["dur"]), int(e.get("tid", -1))  # type: ignore[arg-type]
+            ts, dur, stream = float(e["ts"]), float(e["dur"]), int(e.get("tid", -1))
         except (KeyError, TypeError, ValueError):
             raise InputError(path, f"{os.path.basename(path)}: an op event without numeric ts/dur/tid") from None
         _add(cols, dev, str(name), stream, ts, dur, shapes)

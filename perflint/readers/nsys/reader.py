@@ -258,7 +258,7 @@ def _trace(
             nvtx, ops, strings.id, thread_ids(nvtx.tid[ops]), split_global_id(nvtx.tid[ops])[1], nvtx.start[ops] / 1000.0, (nvtx.end[ops] - nvtx.start[ops]) / 1000.0
         )
     used = sorted({int(d) for d in np.unique(gpu.device[g]).tolist()}) if dev != NONE else []
-    devs = devices_of(devices, pid, used)  # type: ignore[arg-type]
+    devs = devices_of(devices, pid, used)
     gpu_cols["blocks_per_sm"] = _blocks_per_sm(gpu_cols, devs)
     meta = {"nsys_version": sc.product, "export_schema": sc.version, "pid": pid if pid >= 0 else None, "process": process}
     return build_trace(
