@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from perflint.facts import Context
-from perflint.facts._common import kernel_op, kernel_row_dtype, op_infos
+from perflint.facts._common import OpInfo, kernel_op, kernel_row_dtype, op_infos
 from perflint.facts._optree import op_levels
 from perflint.ids import unique_inverse
 from perflint.metrics.kernel_class import classify_kernel
@@ -34,11 +34,18 @@ def _dims(rows: list[list[int]]) -> list[list[int] | None]:
 
 def kernel_rows(t: Trace) -> list[dict[str, Any]]:
     """One row per kernel launch, in time order (KERNEL_COLUMNS)."""
+    return _kernel_rows(t)[0]
+
+
+def _kernel_rows(t: Trace) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray, list[OpInfo]]:
+    """`kernel_rows` with, per row, its kernel's position among the trace's kernels (GPU-table
+    order) and its launch site (an index into the OpInfo list)."""
     g = t.gpu
-    sel = np.flatnonzero(g.kind == KERNEL)
-    sel = sel[np.argsort(g.ts[sel], kind="stable")]
+    kern = np.flatnonzero(g.kind == KERNEL)
+    order = np.argsort(g.ts[kern], kind="stable")
+    sel = kern[order]
     if len(sel) == 0:
-        return []
+        return [], order, np.zeros(0, dtype=np.int64), []
     vendor = trace_vendor(t)
     cls = classify(t)
     iid, infos = op_infos(Context(t), kernel_op(t)[sel])
@@ -96,7 +103,7 @@ def kernel_rows(t: Trace) -> list[dict[str, Any]]:
                 "top_level_op": top,
             }
         )
-    return out
+    return out, order, iid, infos
 
 
 def _subtree_sums(t: Trace, own: np.ndarray) -> np.ndarray:
@@ -166,19 +173,16 @@ def kernel_table(t: Trace) -> Iterator[dict[str, Any]]:
     from perflint.graph.attribution import attribute
     from perflint.metrics.kernel_names import parse_kernel_name
 
-    rows = kernel_rows(t)
+    rows, order, iid, infos = _kernel_rows(t)
     if not rows:
         return
-    g = t.gpu
-    att = attribute(t)
-    order = np.argsort(g.ts[att.kernels], kind="stable")  # kernel_rows' order, as attribution positions
-    bps = g.blocks_per_sm[att.kernels]
-    iid, infos = op_infos(Context(t), kernel_op(t)[att.kernels])
+    att = attribute(t)  # positions: the trace's kernels in GPU-table order, as `order` indexes them
+    bps = t.gpu.blocks_per_sm[att.kernels]
     base: dict[str, str] = {}  # pyprof's kernel column: the function's name, once per distinct name
-    for idx, (row, i) in enumerate(zip(rows, order.tolist())):
+    for idx, (row, i, site) in enumerate(zip(rows, order.tolist(), iid.tolist())):
         rec = att.record(i)
         mod, op = att.shown(i)
-        info = infos[int(iid[i])]
+        info = infos[site]
         b = float(bps[i])
         yield {
             "idx": idx,

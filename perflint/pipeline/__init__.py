@@ -86,14 +86,15 @@ class Prepared:
                 from perflint.pipeline.cluster import run_dask
 
                 for o in run_dask(work, jobs, ex.scheduler, ex.timeout, ex.debug):  # one per trace
+                    if not outcomes or outcomes[-1].path != o.path:  # the progress line counts files
+                        progress.advance(o.path)
                     outcomes.append(o)
-                    progress.advance(o.path)
             elif self.ranks is not None:
                 ranks, self.ranks = self.ranks, None
                 try:
-                    for o in ranks.results(fn):
-                        outcomes.append(o)
-                        progress.advance(o.path)
+                    for found in ranks.results(fn):
+                        outcomes.extend(found)
+                        progress.advance(found[0].path)
                 finally:
                     ranks.close()
             elif jobs > 1 and len(work) > 1:  # no fork here: the work goes with each trace

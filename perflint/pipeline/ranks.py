@@ -90,10 +90,11 @@ class RankPool:
             raise
         self.open = True
 
-    def results(self, fn: Callable[[Trace], Any]) -> Iterator[Outcome]:
+    def results(self, fn: Callable[[Trace], Any]) -> Iterator[list[Outcome]]:
+        """Each file's outcomes (one per trace in it, or its error), in file order."""
         self.gate.publish(fn)
         for fut in self.futures:
-            yield from fut.result()
+            yield fut.result()
 
     def close(self) -> None:
         """Let waiting workers go (a run that never published stops them) and end the pool."""

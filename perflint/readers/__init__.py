@@ -67,12 +67,15 @@ def _unrecognized(path: str, data: bytes) -> str:
     return f"unrecognized format: neither JSON nor a SQLite database (perflint reads: {known})"
 
 
-def _claiming(path: str) -> Reader | None:
-    """The reader that reads the directory `path` as one trace, if any."""
-    try:
-        names = sorted(os.listdir(path))
-    except OSError:
-        return None
+def _claiming(path: str, names: list[str] | None = None) -> Reader | None:
+    """The reader that reads the directory `path` (holding `names`, listed here when not given)
+    as one trace, if any."""
+    if names is None:
+        try:
+            names = os.listdir(path)
+        except OSError:
+            return None
+    names = sorted(names)
     return next((r for r in READERS.values() if r.claims_dir(path, names)), None)
 
 
@@ -200,7 +203,7 @@ def _scan_dir(root: str, exclude: tuple[str, ...]) -> tuple[list[str], list[Skip
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         if dirpath != root:
-            claimed = _claiming(dirpath)
+            claimed = _claiming(dirpath, dirnames + filenames)
             if claimed is not None:
                 dirnames[:] = []  # read whole, by its reader
                 glob = excluded_by(os.path.relpath(dirpath, root), exclude)

@@ -6,6 +6,8 @@ Nsight Systems exports and nvprof databases are both SQLite files; their tables 
 
 from __future__ import annotations
 
+import functools
+import os
 import sqlite3
 
 from perflint.errors import InputError
@@ -32,7 +34,17 @@ def _quote(path: str) -> str:
 
 def tables(path: str) -> dict[str, set[str]] | None:
     """Table name -> column names of the database at `path`; None when it cannot be opened or
-    its schema cannot be read (corrupt, truncated, not SQLite)."""
+    its schema cannot be read (corrupt, truncated, not SQLite). Read once per version of the
+    file: every SQLite reader's sniff, the read and the error message ask for it."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return _tables(path, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=16)
+def _tables(path: str, mtime_ns: int, size: int) -> dict[str, set[str]] | None:
     try:
         con = connect(path)
     except InputError:

@@ -7,7 +7,7 @@ empty. Strings go through one `Strings` interner per trace.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -40,6 +40,15 @@ class Strings:
             sid = self._ids[text] = len(self.list)
             self.list.append(text)
         return sid
+
+    def map(self, keys: np.ndarray, text: Callable[[int], str]) -> np.ndarray:
+        """String ids of integer `keys` (a column of a format's own name ids): `text(key)` is
+        asked once per distinct key."""
+        if len(keys) == 0:
+            return np.zeros(0, dtype=np.int32)
+        uniq, inv = np.unique(keys, return_inverse=True)
+        ids = np.asarray([self.id(text(int(u))) for u in uniq.tolist()], dtype=np.int32)
+        return ids[inv.reshape(-1)]
 
 
 class Threads:

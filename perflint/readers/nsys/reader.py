@@ -12,7 +12,6 @@ Times are the export's nanoseconds since the session start, as microseconds.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 
 import numpy as np
 
@@ -39,29 +38,6 @@ def split_global_id(gid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.where(ok, (gid >> 24) & 0xFFFFFF, -1), np.where(ok, gid & 0xFFFFFF, -1)
 
 
-class _Names:
-    """File-wide name table: every GPU row and runtime call names an index here."""
-
-    def __init__(self) -> None:
-        self.list: list[str] = []
-        self._ids: dict[str, int] = {}
-
-    def id(self, text: str) -> int:
-        i = self._ids.get(text)
-        if i is None:
-            i = self._ids[text] = len(self.list)
-            self.list.append(text)
-        return i
-
-    def map(self, keys: np.ndarray, text: Callable[[int], str]) -> np.ndarray:
-        """Name indices of integer `keys`: `text` is asked once per distinct key."""
-        if len(keys) == 0:
-            return np.zeros(0, dtype=np.int64)
-        uniq, inv = np.unique(keys, return_inverse=True)
-        ids = np.asarray([self.id(text(int(u))) for u in uniq.tolist()], dtype=np.int64)
-        return ids[inv.reshape(-1)]
-
-
 class _Gpu:
     """The GPU rows of every activity table, concatenated (integer ns times, file-wide names)."""
 
@@ -84,7 +60,7 @@ class _Gpu:
         return len(self.kind)
 
 
-def _gpu_rows(path: str, con: sqlite3.Connection, sc: Schema, names: _Names) -> _Gpu:
+def _gpu_rows(path: str, con: sqlite3.Connection, sc: Schema, names: Strings) -> _Gpu:
     labels = Labels(con, set(sc.tables))
     k = Q.kernels(path, con, sc)
     kernel_names = Q.strings(path, con, sc, k["name"])
@@ -147,7 +123,7 @@ class NsysReader(Reader):
 
 def _read(path: str, con: sqlite3.Connection) -> list[Trace]:
     sc = S.detect(path, con)
-    names = _Names()
+    names = Strings()  # file-wide: every GPU row and runtime call names an index here
     gpu = _gpu_rows(path, con, sc, names)
     rt = Q.runtime(path, con, sc)
     if rt is None:
@@ -219,7 +195,7 @@ def _warnings(sc: Schema, nvtx: Ranges | None, n_runtime: int) -> list[str]:
 
 
 def _trace(
-    path: str, sc: Schema, names: _Names, gpu: _Gpu, g: np.ndarray, rt: Q.Columns, rt_name: np.ndarray,
+    path: str, sc: Schema, names: Strings, gpu: _Gpu, g: np.ndarray, rt: Q.Columns, rt_name: np.ndarray,
     rt_pid: np.ndarray, r: np.ndarray, nvtx: Ranges | None, ops: np.ndarray,
     devices: dict[tuple[int, int], Device], pid: int, dev: int, *, rank: int | None, world: int | None,
     process: str | None, warnings: list[str],

@@ -43,9 +43,7 @@ class StringIds:
 
     def intern(self, ids: np.ndarray, fallback: str = "<unknown name>") -> np.ndarray:
         """Interned string ids for an array of StringTable ids (an id the table lacks: `fallback`)."""
-        uniq, inv = np.unique(ids, return_inverse=True)
-        mapped = np.asarray([self.strings.id(self.values.get(int(u), fallback)) for u in uniq.tolist()], dtype=np.int32)
-        return mapped[inv.reshape(-1)] if len(ids) else np.zeros(0, dtype=np.int32)
+        return self.strings.map(ids, lambda u: self.values.get(u, fallback))
 
 
 def _rows(con: sqlite3.Connection, sql: str, width: int) -> np.ndarray:
