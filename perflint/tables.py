@@ -161,7 +161,7 @@ def op_rows(t: Trace) -> list[dict[str, Any]]:
 
 
 # `perflint kernels`: pyprof's columns by pyprof's names, then perflint's.
-PYPROF_COLUMNS = ("idx", "seq", "altseq", "tid", "layer", "trace", "dir", "sub", "mod", "op", "kernel", "params", "sil", "tc", "device", "stream", "grid", "block")
+PYPROF_COLUMNS = ("idx", "seq", "altseq", "tid", "layer", "trace", "dir", "sub", "mod", "op", "kernel", "params", "sil", "tc", "device", "stream", "grid", "block", "flops", "bytes")
 PERFLINT_COLUMNS = ("name", "category", "library", "dtype", "blocks_per_sm", "occupancy", "top_level_op", "bottom_level_op", "op_stack")
 TABLE_COLUMNS = PYPROF_COLUMNS + PERFLINT_COLUMNS
 DEFAULT_COLUMNS = ("idx", "dir", "op", "kernel", "sil", "tc", "grid", "block", "category")
@@ -172,18 +172,26 @@ def kernel_table(t: Trace) -> Iterator[dict[str, Any]]:
     (graph.attribution) beside the kernel's class and launch configuration."""
     from perflint.graph.attribution import attribute
     from perflint.metrics.kernel_names import parse_kernel_name
+    from perflint.metrics.work import kernel_work
+    from perflint.metrics.work.pyprof import pyprof_op, pyprof_tc
 
     rows, order, iid, infos = _kernel_rows(t)
     if not rows:
         return
     att = attribute(t)  # positions: the trace's kernels in GPU-table order, as `order` indexes them
     bps = t.gpu.blocks_per_sm[att.kernels]
+    kflops, kbytes = kernel_work(t)
+    kflops, kbytes = kflops[att.kernels].tolist(), kbytes[att.kernels].tolist()
+    marked = any(s.marked for s in att.sites)
     base: dict[str, str] = {}  # pyprof's kernel column: the function's name, once per distinct name
     for idx, (row, i, site) in enumerate(zip(rows, order.tolist(), iid.tolist())):
         rec = att.record(i)
         mod, op = att.shown(i)
         info = infos[site]
         b = float(bps[i])
+        matrix = row["category"] in ("gemm", "conv", "attention")
+        op = pyprof_op(op, matrix)
+        kf, kb = kflops[i], kbytes[i]
         yield {
             "idx": idx,
             "seq": rec["seq"],
@@ -198,12 +206,13 @@ def kernel_table(t: Trace) -> Iterator[dict[str, Any]]:
             "kernel": base.get(row["name"]) or base.setdefault(row["name"], parse_kernel_name(row["name"]).function or row["name"]),
             "params": rec["params"],
             "sil": int(round(row["dur_us"] * 1000)),
-            # pyprof's TC column: 1 Tensor Cores, 0 a matrix kernel without them, - not a matrix kernel
-            "tc": "-" if row["tensor_cores"] is None else ("1" if row["tensor_cores"] else "0"),
+            "tc": pyprof_tc(op, matrix, row["tensor_cores"], marked, not att.marked_site(i)),
             "device": row["device"],
             "stream": row["stream"],
             "grid": row["grid"],
             "block": row["block"],
+            "flops": None if kf != kf else kf,
+            "bytes": None if kb != kb else kb,
             "name": row["name"],
             "category": row["category"],
             "library": row["library"],

@@ -89,6 +89,11 @@ class Attribution:
         s = self.sites[int(self.site[j if j != NONE else i])]
         return (s.mod[0] if s.mod else "", s.op[0] if s.op else "")
 
+    def marked_site(self, i: int) -> bool:
+        """Whether the site `shown` takes kernel `i`'s op from has a pyprof argument marker."""
+        j = int(self.fprop[i])
+        return self.sites[int(self.site[j if j != NONE else i])].marked
+
 
 def attribute(trace: Trace) -> Attribution:
     """pyprof's attribution of every kernel of a linked trace."""
