@@ -163,6 +163,8 @@ def op_rows(t: Trace) -> list[dict[str, Any]]:
 # `perflint kernels`: pyprof's columns by pyprof's names, then perflint's.
 PYPROF_COLUMNS = ("idx", "seq", "altseq", "tid", "layer", "trace", "dir", "sub", "mod", "op", "kernel", "params", "sil", "tc", "device", "stream", "grid", "block", "flops", "bytes")
 PERFLINT_COLUMNS = ("name", "category", "library", "dtype", "blocks_per_sm", "occupancy", "top_level_op", "bottom_level_op", "op_stack")
+# Roofline (metrics/roofline.py, docs/roofline.md): from the rows' `flops` and `bytes` when present.
+PERFLINT_COLUMNS += ("tflops", "gbps", "pct_of_peak", "bound")
 TABLE_COLUMNS = PYPROF_COLUMNS + PERFLINT_COLUMNS
 DEFAULT_COLUMNS = ("idx", "dir", "op", "kernel", "sil", "tc", "grid", "block", "category")
 
@@ -172,6 +174,7 @@ def kernel_table(t: Trace) -> Iterator[dict[str, Any]]:
     (graph.attribution) beside the kernel's class and launch configuration."""
     from perflint.graph.attribution import attribute
     from perflint.metrics.kernel_names import parse_kernel_name
+    from perflint.metrics.roofline import kernel_rows_roofline
     from perflint.metrics.work import kernel_work
     from perflint.metrics.work.pyprof import pyprof_op, pyprof_tc
 
@@ -180,9 +183,12 @@ def kernel_table(t: Trace) -> Iterator[dict[str, Any]]:
         return
     att = attribute(t)  # positions: the trace's kernels in GPU-table order, as `order` indexes them
     bps = t.gpu.blocks_per_sm[att.kernels]
-    kflops, kbytes = kernel_work(t)
-    kflops, kbytes = kflops[att.kernels].tolist(), kbytes[att.kernels].tolist()
+    kf_all, kb_all = kernel_work(t)
+    kf_all, kb_all = kf_all[att.kernels], kb_all[att.kernels]
+    kflops, kbytes = kf_all.tolist(), kb_all.tolist()
     marked = any(s.marked for s in att.sites)
+    roof = kernel_rows_roofline(t, rows, kf_all[order], kb_all[order])
+    tflops, gbps, pct = (_nan_none(x) for x in (roof.tflops, roof.gbps, roof.pct_of_peak))
     base: dict[str, str] = {}  # pyprof's kernel column: the function's name, once per distinct name
     for idx, (row, i, site) in enumerate(zip(rows, order.tolist(), iid.tolist())):
         rec = att.record(i)
@@ -222,4 +228,12 @@ def kernel_table(t: Trace) -> Iterator[dict[str, Any]]:
             "top_level_op": row["top_level_op"],
             "bottom_level_op": row["op"],
             "op_stack": list(info.stack),
+            "tflops": tflops[idx],
+            "gbps": gbps[idx],
+            "pct_of_peak": pct[idx],
+            "bound": roof.bound[idx],
         }
+
+
+def _nan_none(x: np.ndarray) -> list[float | None]:
+    return [None if v != v else v for v in x.tolist()]

@@ -20,6 +20,7 @@ MODULES = (
     "occupancy",
     "ops",
     "ranks",
+    "roofline",
     "stages",
     "steps",
     "syncs",

@@ -64,6 +64,7 @@ FIELDS = {
     "kernel_time_us": "GPU time of kernels launched under the op, forward + backward",
     "fwd_kernel_time_us": "forward part of kernel_time_us",
     "bwd_kernel_time_us": "backward kernels attributed via the autograd sequence number",
+    "fwd_matrix_time_us": "forward time of the op's GEMM / convolution kernels alone (fwd_kernel_time_us without copies, casts and bias kernels)",
     "kernel_share_pct": "kernel_time_us as % of all kernel time in the analysis steps",
     "time_us": "kernel_time_us, or cpu_time_us on a trace without GPU kernels",
     "time_share_pct": "kernel_share_pct, or CPU time share on a trace without GPU kernels",
@@ -238,6 +239,7 @@ def op_groups(ctx: Context) -> list[Row]:
     bwd_t = sums(gk[kb], d[kb], ng)
     km = matrix[rows_k]
     mat = sums(gk[km], d[km], ng)
+    fmat = sums(gk[km & ~kb], d[km & ~kb], ng)
     ktc = km & (cls.tensor_core[rows_k] == 1)
     tc = sums(gk[ktc], d[ktc], ng)
     # Matrix kernel time per (group, kernel name); the main kernel is the first with the most.
@@ -254,7 +256,7 @@ def op_groups(ctx: Context) -> list[Row]:
     cc = dev.compute_capability[0] * 10 + dev.compute_capability[1] if dev and dev.compute_capability and dev.vendor == "nvidia" else None
     vendor = dev.vendor if dev else "unknown"
     rows: list[Row] = []
-    counts, cpus, fwds, bwds, mats, tcs = (x.tolist() for x in (count, cpu, fwd_t, bwd_t, mat, tc))
+    counts, cpus, fwds, bwds, mats, tcs, fmats = (x.tolist() for x in (count, cpu, fwd_t, bwd_t, mat, tc, fmat))
     for gi, pos in enumerate(groups.first.tolist()):
         first = int(touched[pos])
         info = op_info(ctx, first)
@@ -299,6 +301,7 @@ def op_groups(ctx: Context) -> list[Row]:
                 "kernel_time_us": ktime,
                 "fwd_kernel_time_us": g["fwd"],
                 "bwd_kernel_time_us": g["bwd"],
+                "fwd_matrix_time_us": fmats[gi],
                 "kernel_share_pct": share,
                 "time_us": ktime if has_gpu else g["cpu"],
                 "time_share_pct": share if has_gpu else cpu_share,
