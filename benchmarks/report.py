@@ -65,7 +65,7 @@ def write_report(b: Bench, out: Path, meta: dict) -> list[tuple[str, str, str, s
     add("")
     add("| input | file MB | tool | wall s | peak RSS MB | RSS / file |")
     add("|---|---:|---|---:|---:|---:|")
-    order = ["simdjson", "orjson", "check", "summary", "hta", "check.hta"]
+    order = ["simdjson", "orjson", "check", "summary", "kernels", "ops", "hta", "check.hta"]
     keys = [f"{t}@{s}" for s in sizes for t in order] + ["gunzip", "gunzip.gzip", "gunzip.igzip", "check.plain",
                                                          "check.gz", "jobs1", "jobs2",
                                                          "bigjobs1", "bigjobs2"]
@@ -120,6 +120,11 @@ def write_report(b: Bench, out: Path, meta: dict) -> list[tuple[str, str, str, s
         v = div(wall(f"check@{s}"), wall(f"simdjson@{s}"))
         rows.append((f"perflint check / simdjson parse, {s} MB", _shown(v, 2.0, True), "≤ 2.0",
                      verdict(v, 2.0, True)))
+    for s in sizes:
+        for sub in ("ops", "kernels"):
+            v = div(wall(f"{sub}@{s}"), wall(f"check@{s}"))
+            rows.append((f"perflint {sub} / perflint check, {s} MB", _shown(v, 1.5, True), "≤ 1.5",
+                         verdict(v, 1.5, True)))
     hs = meta["hta_ratio_size"]
     if R.get(f"check.hta@{hs}") is not None:
         v = paired(R.get(f"hta@{hs}"), R.get(f"check.hta@{hs}"), lambda x, y: x / y)

@@ -14,6 +14,7 @@ and peak RSS (``os.wait4`` rusage of the child), median of the repeats, each com
 * ``orjson``     ``orjson.loads`` of the file's bytes (a whole-file DOM of dicts)
 * ``check``      ``python -m perflint check TRACE`` (exit 0 or 1 = success)
 * ``summary``    ``python -m perflint summary TRACE --format json``
+* ``kernels``, ``ops``  ``python -m perflint kernels|ops TRACE --format csv``
 * ``hta``        HTA ``TraceAnalysis`` load + ``get_temporal_breakdown()``
 * ``check.gz``   perflint check of a ``.json.gz`` copy of the smallest trace, next to
                  the time to gunzip it (as the reader does, and with ``gzip -dc`` and
@@ -257,6 +258,12 @@ def measure(a: argparse.Namespace, inputs: Inputs, hta_py: str, hta_repeats: int
                 json.loads((b.logs / f"summary_{s}.0.out").read_bytes())
             except (OSError, ValueError):
                 log("    warning: its stdout is not one JSON document")
+        for sub in ("kernels", "ops"):  # the tables: held to 1.5x check on the same trace
+            r = b.measure(f"{sub}@{s}", sub, f"perflint {sub} --format csv",
+                          [py, "-m", "perflint", sub, str(t), "--format", "csv"],
+                          where=f"{s} MB", file_bytes=n, skip_reason=dead.get(sub) or perflint_dead)
+            if not r.ok:
+                dead[sub] = r.error
         if s in hta_sizes:
             hta_cmd = [hta_py, "-c", HTA_SCRIPT, str(hta_dir(t, workdir))]
             if hta_skip or dead["check"]:

@@ -380,10 +380,16 @@ def kernels(trace: Trace | PathArg) -> list[dict[str, Any]]:
     return _guard(t.path, lambda: kernel_rows(t))  # type: ignore[no-any-return]
 
 
-def ops(trace: Trace | PathArg) -> list[dict[str, Any]]:
+def ops(trace: Trace | PathArg, group_by: str | None = None) -> list[dict[str, Any]]:
     """One row per op name with its calls and host / device self and total time (docs/api.md),
-    most device time first."""
+    most device time first; with `group_by` ("op", "op+shape", "module", "layer") the operator
+    view of `perflint ops`, with its Tensor Core and FLOP columns."""
+    from perflint.op_view import GROUPS, op_view
     from perflint.tables import op_rows
 
+    if group_by is not None and group_by not in GROUPS:
+        raise UsageError("group_by", f"must be one of {', '.join(GROUPS)}, not {group_by!r}")
     t = _trace_of(trace)
-    return _guard(t.path, lambda: op_rows(t))  # type: ignore[no-any-return]
+    if group_by is None:
+        return _guard(t.path, lambda: op_rows(t))  # type: ignore[no-any-return]
+    return _guard(t.path, lambda: op_view(t, group_by))  # type: ignore[no-any-return]

@@ -118,13 +118,11 @@ def _subtree_sums(t: Trace, own: np.ndarray) -> np.ndarray:
     return total
 
 
-def op_rows(t: Trace) -> list[dict[str, Any]]:
-    """One row per op name (OP_COLUMNS), most device time first, then most host time. An op
-    nested in an op of the same name counts in both totals, as in torch.profiler's tables."""
+def op_times(t: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per op: host self and total time, device self and total time (µs, float64). Device time is
+    the GPU work (kernels, memcpy, memset) the op launched itself / it and the ops under it."""
     o, g = t.ops, t.gpu
     n = len(o)
-    if n == 0:
-        return []
     dur = o.dur.astype(np.float64)
     nested = np.flatnonzero(o.parent != NONE)
     children = np.bincount(o.parent[nested], weights=dur[nested], minlength=n) if len(nested) else np.zeros(n)
@@ -133,7 +131,16 @@ def op_rows(t: Trace) -> list[dict[str, Any]]:
     kop = kernel_op(t)[work]
     linked = kop != NONE
     dev_self = np.bincount(kop[linked], weights=g.dur[work][linked].astype(np.float64), minlength=n) if linked.any() else np.zeros(n)
-    dev_total = _subtree_sums(t, dev_self)
+    return host_self, dur, dev_self, _subtree_sums(t, dev_self)
+
+
+def op_rows(t: Trace) -> list[dict[str, Any]]:
+    """One row per op name (OP_COLUMNS), most device time first, then most host time. An op
+    nested in an op of the same name counts in both totals, as in torch.profiler's tables."""
+    o = t.ops
+    if len(o) == 0:
+        return []
+    host_self, dur, dev_self, dev_total = op_times(t)
     names, inv = unique_inverse(o.name)
     m = len(names)
 

@@ -28,6 +28,7 @@ LAYER = {
     "config": 7,
     "selection": 7,
     "tables": 5,
+    "op_view": 5,
     "commands": 8,
     "api": 8,
     "cli": 8,

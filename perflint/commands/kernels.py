@@ -14,20 +14,26 @@ from perflint.errors import UsageError
 
 
 def add_parser(sub: Any, name: str) -> None:
-    from perflint.tables import DEFAULT_COLUMNS, OP_COLUMNS, TABLE_COLUMNS
+    from perflint.op_view import DEFAULT_COLUMNS as VIEW_DEFAULTS
+    from perflint.op_view import GROUPS, VIEW_COLUMNS
+    from perflint.tables import DEFAULT_COLUMNS, TABLE_COLUMNS
 
     ops = name == "ops"
-    cols, default = (OP_COLUMNS, OP_COLUMNS) if ops else (TABLE_COLUMNS, DEFAULT_COLUMNS)
-    what = "one row per op: calls, host and device self/total time" if ops else "one row per kernel launch (pyprof's columns and perflint's)"
+    cols, default = (VIEW_COLUMNS, VIEW_DEFAULTS["op"]) if ops else (TABLE_COLUMNS, DEFAULT_COLUMNS)
+    what = "one row per op (or op+shape, module, layer): calls, host/device self/total time, Tensor Cores, FLOPs" if ops else "one row per kernel launch (pyprof's columns and perflint's)"
     p = sub.add_parser(name, help=what)
     p.add_argument("path", help="a trace file or profiler output directory")
     p.add_argument(
         "-c",
         "--columns",
-        default=",".join(default),
+        default=None,
         metavar="COL,...",
         help=f"columns, in this order (default {','.join(default)}; all: {','.join(cols)})",
     )
+    if ops:
+        p.add_argument("--group-by", choices=GROUPS, default="op", help="one row per op name (default), name and input shape, module or layer")
+        p.add_argument("--sort", default="device_total_us", metavar="COL", help="sort by this column: numbers descending, text ascending (default device_total_us)")
+        p.add_argument("--top", type=int, default=None, metavar="N", help="only the first N rows (per trace)")
     p.add_argument("--format", choices=("text", "csv", "tsv", "json"), default="text", help="output format (default: text)")
     p.add_argument("-w", "--width", type=int, default=None, metavar="N", help="text: total line width (default: no limit)")
     p.add_argument("--input-format", default=None, metavar="NAME", help="trace format, overriding detection")
@@ -35,16 +41,23 @@ def add_parser(sub: Any, name: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from perflint.graph.load import load_traces
-    from perflint.tables import OP_COLUMNS, TABLE_COLUMNS, kernel_table, op_rows
+    from perflint.op_view import DEFAULT_COLUMNS as VIEW_DEFAULTS
+    from perflint.op_view import VIEW_COLUMNS, op_view, sort_rows
+    from perflint.tables import DEFAULT_COLUMNS, TABLE_COLUMNS, kernel_table
 
     ops = args.command == "ops"
-    known = OP_COLUMNS if ops else TABLE_COLUMNS
-    cols = [c.strip() for c in args.columns.split(",") if c.strip()]
+    known = VIEW_COLUMNS if ops else TABLE_COLUMNS
+    given = args.columns if args.columns is not None else ",".join(VIEW_DEFAULTS[args.group_by] if ops else DEFAULT_COLUMNS)
+    cols = [c.strip() for c in given.split(",") if c.strip()]
     bad = [c for c in cols if c not in known]
     if bad or not cols:
         raise UsageError("--columns", f"unknown column(s) {', '.join(bad) or '(none given)'} (known: {', '.join(known)})")
     if args.width is not None and args.width < 20:
         raise UsageError("--width", f"must be 20 or more, not {args.width}")
+    if ops and args.sort not in known:
+        raise UsageError("--sort", f"unknown column {args.sort} (known: {', '.join(known)})")
+    if ops and args.top is not None and args.top < 1:
+        raise UsageError("--top", f"must be 1 or more, not {args.top}")
     traces = load_traces(args.path, args.input_format)
     many = len(traces) > 1
     if many:
@@ -52,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
 
     def rows() -> Iterator[dict[str, Any]]:
         for t in traces:
-            for r in op_rows(t) if ops else kernel_table(t):
+            for r in sort_rows(op_view(t, args.group_by), args.sort)[: args.top] if ops else kernel_table(t):
                 yield {**r, "rank": t.rank} if many else r
 
     write(rows(), cols, args.format, args.width)
@@ -91,7 +104,7 @@ def write(rows: Iterable[dict[str, Any]], cols: list[str], fmt: str, width: int 
     # (kernel or op names) takes what -w leaves.
     widths = {c: max(len(c), _WIDTH.get(c, 10)) for c in cols}
     if width is not None:
-        wide = "kernel" if "kernel" in widths else ("name" if "name" in widths else cols[-1])
+        wide = next((c for c in ("kernel", "name", "layer", "module") if c in widths), cols[-1])
         rest = sum(v + 2 for c, v in widths.items() if c != wide)
         widths[wide] = max(len(wide), width - rest)
     out.write("  ".join(c.ljust(widths[c]) for c in cols).rstrip() + "\n")
@@ -99,7 +112,7 @@ def write(rows: Iterable[dict[str, Any]], cols: list[str], fmt: str, width: int 
         out.write("  ".join(_fit(_cell(r.get(c)), widths[c]) for c in cols).rstrip() + "\n")
 
 
-_WIDTH = {"idx": 5, "dir": 5, "sil": 9, "tc": 2, "seq": 6, "tid": 8, "sub": 3, "device": 6, "stream": 6, "grid": 12, "block": 12, "kernel": 60, "name": 40, "op": 16, "mod": 18}
+_WIDTH = {"flops": 14, "input_shape": 24, "module": 24, "layer": 32, "tc_eligible": 11, "idx": 5, "dir": 5, "sil": 9, "tc": 2, "seq": 6, "tid": 8, "sub": 3, "device": 6, "stream": 6, "grid": 12, "block": 12, "kernel": 60, "name": 40, "op": 16, "mod": 18}
 
 
 def _fit(text: str, w: int) -> str:
