@@ -32,7 +32,8 @@ from perflint.facts._optree import op_levels
 from perflint.graph.intervals import enclosing, nest
 from perflint.ids import unique_inverse
 from perflint.metrics.kernels import classify
-from perflint.metrics.shapes import CONV_OPS, GEMM_OPS, op_shape
+from perflint.metrics.shapes import CONV_OPS, GEMM_OPS
+from perflint.metrics.work import op_work
 from perflint.model import KERNEL, NONE, OP_ANNOTATION, OP_CPU, Trace
 from perflint.tables import OP_COLUMNS, op_times
 
@@ -72,34 +73,6 @@ def tc_eligible_name(name: str) -> bool:
         return True
     stem, sep, rest = name.partition("Backward")
     return bool(sep) and rest in ("", "0", "1") and stem in _TC_BACKWARD
-
-
-def op_flops(name: str, dims: Any, concrete: Any) -> float | None:
-    """FLOPs of one call of op `name` with these Input Dims and Concrete Inputs (None: no model
-    for the op, or its shapes cannot be read). GEMMs 2·B·M·N·K, convolutions as implicit GEMMs."""
-    if name not in GEMM_OPS and name not in CONV_OPS:
-        return None
-    s = op_shape(name, dims, concrete)
-    return s.flops if s is not None else None
-
-
-def _flops(t: Trace) -> np.ndarray:
-    """Per op: FLOPs of the call, NaN where unknown. Once per distinct (name, dims, concrete)."""
-    o = t.ops
-    out = np.full(len(o), np.nan)
-    names, inv = unique_inverse(o.name)
-    model = np.asarray([t.s(int(n)) in GEMM_OPS or t.s(int(n)) in CONV_OPS for n in names.tolist()], dtype=bool)
-    sel = np.flatnonzero(model[inv]) if len(names) else np.zeros(0, dtype=np.int64)
-    if not len(sel):
-        return out
-    keys = np.stack([o.name[sel].astype(np.int64), o.dims[sel].astype(np.int64), o.concrete[sel].astype(np.int64)], axis=1)
-    uniq, kinv = np.unique(keys, axis=0, return_inverse=True)
-    vals = np.asarray(
-        [f if (f := op_flops(t.s(int(n)), t.decoded(int(d)), t.decoded(int(c)))) is not None else np.nan for n, d, c in uniq.tolist()],
-        dtype=np.float64,
-    )
-    out[sel] = vals[kinv.reshape(-1)]
-    return out
 
 
 def _tc_self(t: Trace) -> np.ndarray:
@@ -231,7 +204,7 @@ def op_view(t: Trace, group_by: str = "op") -> list[dict[str, Any]]:
     host_self, host_total, dev_self, dev_total = op_times(t)
     tc_self = _tc_self(t)
     eligible = _eligible(t, tc_self)
-    flops = _flops(t)
+    flops = op_work(t)[0]
     # An op whose only child op has its name is one call (torch.profiler's and TensorBoard's
     # tables): the child's self times move to it and the child is no row of its own.
     into = _merged_into(t)
@@ -368,4 +341,4 @@ def sort_rows(rows: list[dict[str, Any]], col: str) -> list[dict[str, Any]]:
     return sorted(have, key=lambda r: str(r[col])) + rest
 
 
-__all__ = ["DEFAULT_COLUMNS", "GROUPS", "VIEW_COLUMNS", "op_flops", "op_view", "sort_rows", "tc_eligible_name"]
+__all__ = ["DEFAULT_COLUMNS", "GROUPS", "VIEW_COLUMNS", "op_view", "sort_rows", "tc_eligible_name"]
