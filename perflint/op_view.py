@@ -32,15 +32,17 @@ from perflint.facts._optree import op_levels
 from perflint.graph.intervals import enclosing, nest
 from perflint.ids import unique_inverse
 from perflint.metrics.kernels import classify
+from perflint.metrics.roofline import Roofline, group_roofline, kernel_peaks
 from perflint.metrics.shapes import CONV_OPS, GEMM_OPS
-from perflint.metrics.work import op_work
+from perflint.metrics.work import kernel_work, op_work
 from perflint.model import KERNEL, NONE, OP_ANNOTATION, OP_CPU, Trace
-from perflint.tables import OP_COLUMNS, op_times
+from perflint.tables import OP_COLUMNS, _kernel_rows, op_times
 
 GROUPS = ("op", "op+shape", "module", "layer")
 # Added after the op table's columns; the group's key columns come first in the defaults.
 VIEW_COLUMNS = OP_COLUMNS + (
     "input_shape", "module", "layer", "host_avg_us", "device_avg_us", "tc_eligible", "tc_self_pct", "flops", "tflops",
+    "bytes", "gbps", "pct_of_peak", "bound",
 )  # fmt: skip
 _STATS = ("calls", "device_self_us", "device_total_us", "host_self_us", "host_total_us", "tc_eligible", "tc_self_pct", "flops", "tflops")
 DEFAULT_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -204,7 +206,7 @@ def op_view(t: Trace, group_by: str = "op") -> list[dict[str, Any]]:
     host_self, host_total, dev_self, dev_total = op_times(t)
     tc_self = _tc_self(t)
     eligible = _eligible(t, tc_self)
-    flops = op_work(t)[0]
+    flops, nbytes = op_work(t)
     # An op whose only child op has its name is one call (torch.profiler's and TensorBoard's
     # tables): the child's self times move to it and the child is no row of its own.
     into = _merged_into(t)
@@ -242,11 +244,12 @@ def op_view(t: Trace, group_by: str = "op") -> list[dict[str, Any]]:
         outer = (par == NONE) | (key[np.maximum(par, 0)] != key)
         host_total = np.where(outer, host_total, 0.0)
         dev_total = np.where(outer, dev_total, 0.0)
-        flops = np.where(_has_modelled_child(t, flops), np.nan, flops)
+        inner = _has_modelled_child(t, flops)
+        flops, nbytes = np.where(inner, np.nan, flops), np.where(inner, np.nan, nbytes)
 
     o_kind, o_name, o_dims = o.kind[keep], o.name[keep], o.dims[keep]
     module, layer = (module[keep], layer[keep])
-    eligible, flops = eligible[keep], flops[keep]
+    eligible, flops, nbytes = eligible[keep], flops[keep], nbytes[keep]
     host_self, host_total, dev_self, dev_total, tc_self = (x[keep] for x in (host_self, host_total, dev_self, dev_total, tc_self))
     n = len(keep)
 
@@ -257,11 +260,21 @@ def op_view(t: Trace, group_by: str = "op") -> list[dict[str, Any]]:
     known = ~np.isnan(flops)
     gflops = per_group(np.where(known, flops, 0.0))
     has_flops = per_group(known.astype(np.float64)) > 0
+    known_b = ~np.isnan(nbytes)
+    gbytes = per_group(np.where(known_b, nbytes, 0.0))
+    has_bytes = per_group(known_b.astype(np.float64)) > 0
     annotation = per_group((o_kind == OP_ANNOTATION).astype(np.float64)) == calls
     g_elig = per_group(eligible.astype(np.float64)) > 0
     hs, ht, ds, dt, tcs = (per_group(x) for x in (host_self, host_total, dev_self, dev_total, tc_self))
     first = np.full(m, n, dtype=np.int64)
     np.minimum.at(first, inv, np.arange(n))  # a representative op per group (its name, dims)
+    op_group = np.full(len(o), -1, dtype=np.int64)
+    op_group[keep] = inv
+    if len(dup):
+        op_group[dup] = op_group[into[dup]]
+    roof = _group_roofline(t, op_group, m)
+    bound = roof.bound
+    gbps, pct = (_nan_none(x) for x in (roof.gbps, roof.pct_of_peak))
     rows = []
     for gi in range(m):
         rep = int(first[gi])
@@ -285,10 +298,33 @@ def op_view(t: Trace, group_by: str = "op") -> list[dict[str, Any]]:
             "tc_self_pct": 100.0 * float(tcs[gi]) / float(ds[gi]) if ds[gi] > 0 else None,
             "flops": f,
             "tflops": f / d / 1e6 if f is not None and d > 0 else None,
+            "bytes": float(gbytes[gi]) if has_bytes[gi] else None,
+            "gbps": gbps[gi],
+            "pct_of_peak": pct[gi],
+            "bound": bound[gi],
         }
         rows.append(row)
     rows.sort(key=lambda r: (-r["device_total_us"], -r["host_total_us"], r["name"] or "", str(r["input_shape"])))
     return rows
+
+
+def _group_roofline(t: Trace, op_group: np.ndarray, m: int) -> Roofline:
+    """The roofline of each group's kernels: their modelled FLOPs and bytes (`kernel_work`) over
+    their time, against the peaks of their devices, dtypes and units (metrics.roofline)."""
+    rows, order, _, _ = _kernel_rows(t)
+    kern = np.flatnonzero(t.gpu.kind == KERNEL)[order]  # GPU rows of `rows`, in row order
+    kf, kb = kernel_work(t)
+    kop = kernel_op(t)[kern]
+    gid = np.where(kop != NONE, op_group[np.maximum(kop, 0)], -1)
+    mine = np.flatnonzero(gid >= 0)
+    pk, bw = kernel_peaks(t, [rows[i]["device"] for i in mine.tolist()], [rows[i]["dtype"] for i in mine.tolist()],
+                          [rows[i]["tensor_cores"] for i in mine.tolist()])  # fmt: skip
+    dur = t.gpu.dur[kern[mine]].astype(np.float64)
+    return group_roofline(gid[mine], m, kf[kern[mine]], kb[kern[mine]], dur, pk, bw)
+
+
+def _nan_none(x: np.ndarray) -> list[float | None]:
+    return [None if v != v else v for v in x.tolist()]
 
 
 def _merged_into(t: Trace) -> np.ndarray:

@@ -200,3 +200,13 @@ def test_default_sort_is_device_total_descending() -> None:
     rows = op_view(_one(GEMM))
     dev = np.asarray([r["device_total_us"] for r in rows])
     assert (np.diff(dev) <= 0).all() and dev[0] > 0
+
+
+def test_op_groups_have_a_roofline_from_their_kernels() -> None:
+    t = _one(GEMM)  # an H100 SXM: its peaks are known
+    rows = {r["name"]: r for r in op_view(t)}
+    mm = rows["aten::mm"]
+    assert mm["bound"] in ("compute", "memory", "latency") and 0 < mm["pct_of_peak"] <= 100
+    assert mm["bytes"] > 0 and mm["gbps"] > 0
+    # An op that launched no kernel of its own has no roofline, whatever ran under it.
+    assert rows["aten::linear"]["bound"] is None and rows["aten::linear"]["flops"] == rows["aten::addmm"]["flops"]
