@@ -76,7 +76,7 @@ def test_expressions_are_none_safe() -> None:
 @pytest.mark.parametrize(
     ("mutate", "expect"),
     [
-        (lambda r: r.pop("fix"), "key 'fix': Field required"),
+        (lambda r: r.pop("fix"), "key 'fix': required"),
         (lambda r: r.update(code="tc1"), "key 'code'"),
         (lambda r: r.update(severity="fatal"), "key 'severity'"),
         (lambda r: r.update(scope="nope"), "unknown scope 'nope'"),

@@ -114,7 +114,33 @@ def test_a_check_with_such_a_rule_dir_stops_with_exit_2(tmp_path: Path, capsys: 
     b.kernel("k", 0, 10)
     path = b.write(tmp_path / "t.json")
     assert main(["check", path, "--rule-dir", str(d), "--select", "XM001"]) == 2
-    assert "{nope}" in capsys.readouterr().err
+    assert capsys.readouterr().err.splitlines() == [
+        f"perflint: error: {d / 'XM001.yaml'}: key 'message': unknown placeholder {{nope}} "
+        "(not a field of scope 'kernel_groups', a param, nor one of impact_us, items, others, top)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("changes", "key", "bad"),
+    [
+        ({"message": "{kernel} from {top[opp]}"}, "message", "{top[opp]}"),
+        ({"fix": "see {top.nope}"}, "fix", "{top.nope}"),
+        ({"message": "{kernel:kernel} in {count} launches, {time_us:dur}, {items} rows, {top[op]}"}, None, None),
+        ({"message": "{kernel} above {limit:.1f}", "params": {"limit": {"type": "float", "default": 1, "description": "d"}}}, None, None),
+    ],
+)
+def test_placeholders_name_fields_params_or_engine_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], changes: dict[str, object], key: str | None, bad: str | None
+) -> None:
+    """A field of the scope, a param, or a name the engine adds (top's own keys are the scope's fields)."""
+    d = _rule_dir(tmp_path, **changes)
+    rc = main(["rules", "validate", str(d / "XM001.yaml")])
+    err = capsys.readouterr().err.splitlines()
+    if bad is None:
+        assert rc == 0 and len(err) == 1 and err[0].endswith("1 rule file valid"), err
+        return
+    assert rc == 2 and len(err) == 1, err
+    assert err[0].startswith(f"perflint: error: {d / 'XM001.yaml'}: key '{key}': unknown placeholder {bad} "), err
 
 
 # --- grouping, repeats, caps ----------------------------------------------------------------

@@ -33,10 +33,10 @@ def run(args: argparse.Namespace) -> int:
     from perflint.config import load_config
     from perflint.engine.docs import markdown
     from perflint.engine.loader import load_rules
-    from perflint.engine.rule import Rule
+    from perflint.engine.rule_core import json_schema
 
     if args.action == "schema":
-        sys.stdout.write(json.dumps(Rule.model_json_schema(by_alias=True), indent=2) + "\n")
+        sys.stdout.write(json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n")
         return 0
     if args.action == "facts":
         return _facts(args.format)

@@ -1,23 +1,21 @@
 """Loading rule files: built-in pack plus extra directories; a bad rule stops the run.
 
-Rules from outside (extra directories) are validated with the pydantic model; the built-in pack
-is read straight into RuleCores (see rule_core.py), and any of its files that does not read
-cleanly that way goes through the model too."""
+Every rule file, built-in or not, is read the same way: its YAML, the schema (rule_core.py), then
+its names against the fact catalogue (scope fields, params, capabilities, template placeholders)."""
 
 from __future__ import annotations
 
+import re
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
-from perflint.engine.rule_core import ENGINE_FIELDS, RuleCore
+from perflint.engine.message import placeholder_fields
+from perflint.engine.rule_core import ENGINE_FIELDS, RuleCore, RuleSchemaError, parse_rule
 from perflint.errors import RuleError
 from perflint.facts import RUN_SOURCES, SOURCES, fields_of, load_all
-
-if TYPE_CHECKING:
-    from perflint.engine.rule import Rule
 
 # libyaml's loader parses ~10x faster than the pure-Python one; same safe tag set.
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -39,11 +37,6 @@ class RuleProblems(RuleError):
         self.problems = problems
 
 
-def _fmt_loc(loc: tuple[object, ...]) -> str:
-    parts = [str(p) for p in loc if p not in ("function-after[_default_matches_type(), Param]",)]
-    return ".".join(parts) or "(top level)"
-
-
 def _read_yaml(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
@@ -57,22 +50,16 @@ def _read_yaml(path: Path) -> Any:
         raise RuleError(str(path), f"invalid YAML{where}: {getattr(exc, 'problem', exc)}") from None
 
 
-def load_rule_file(path: Path, data: Any = None) -> Rule:
-    """A rule file validated by the model (`data`: its YAML, when already read)."""
-    from pydantic import ValidationError
-
-    from perflint.engine.rule import Rule
-
+def load_rule_file(path: Path, data: Any = None) -> RuleCore:
+    """A rule file checked against the schema and the fact catalogue (`data`: its YAML, when
+    already read)."""
     if data is None:
         data = _read_yaml(path)
-    if not isinstance(data, dict):
-        raise RuleError(str(path), "a rule file must be a YAML mapping")
     try:
-        rule = Rule.model_validate(data)
-    except ValidationError as exc:
-        problems = [f"key '{_fmt_loc(tuple(e['loc']))}': {e['msg']}" for e in exc.errors()]
-        raise RuleProblems(str(path), problems) from None
-    check_rule_against_facts(path, RuleCore.of(rule))
+        rule = parse_rule(data)
+    except RuleSchemaError as exc:
+        raise RuleProblems(str(path), exc.problems) from None
+    check_rule_against_facts(path, rule)
     return rule
 
 
@@ -92,17 +79,7 @@ def check_rule_against_facts(path: Path, rule: RuleCore) -> None:
             f"key 'where/assert/impact': unknown name(s) {', '.join(sorted(unknown))} "
             f"(not a param, nor a field of scope '{rule.scope}')",
         )
-    try:
-        names = rule.template_names()
-    except ValueError as exc:
-        raise RuleError(str(path), f"key 'message/fix': {exc}") from None
-    unknown = names - fields - set(rule.params) - set(ENGINE_FIELDS)
-    if unknown:
-        raise RuleError(
-            str(path),
-            f"key 'message/fix': placeholder(s) {', '.join('{' + n + '}' for n in sorted(unknown))} name no field "
-            f"of scope '{rule.scope}' nor a param",
-        )
+    _check_placeholders(path, rule, fields)
     if rule.group is not None:
         bad = (set(rule.group.by) | set(rule.group.sum) | set(rule.group.union)) - fields
         if bad:
@@ -119,29 +96,46 @@ def check_rule_against_facts(path: Path, rule: RuleCore) -> None:
         )
 
 
+def _check_placeholders(path: Path, rule: RuleCore, fields: set[str]) -> None:
+    """Every {placeholder} of the message and fix names a field of the scope, a param or a name the
+    engine adds; the top row's are {top[field]} with a field of the scope."""
+    names = fields | set(rule.params) | set(ENGINE_FIELDS)
+    for key, template in (("message", rule.message), ("fix", rule.fix)):
+        try:
+            used = placeholder_fields(template)
+        except ValueError as exc:
+            raise RuleError(str(path), f"key '{key}': {exc}") from None
+        unknown = {u for u in used if _head(u) not in names or (_head(u) == "top" and _top_field(u) not in fields)}
+        if unknown:
+            raise RuleError(
+                str(path),
+                f"key '{key}': unknown placeholder {', '.join('{' + n + '}' for n in sorted(unknown))} "
+                f"(not a field of scope '{rule.scope}', a param, nor one of {', '.join(sorted(ENGINE_FIELDS))})",
+            )
+
+
+def _head(placeholder: str) -> str:
+    return re.split(r"[.\[]", placeholder, maxsplit=1)[0]
+
+
+def _top_field(placeholder: str) -> str | None:
+    m = re.fullmatch(r"top\[([^\]]+)\]", placeholder)
+    return m.group(1) if m else None
+
+
 def rule_files(directory: Path) -> list[Path]:
     if not directory.is_dir():
         raise RuleError(str(directory), "rule directory does not exist")
     return sorted(p for p in directory.rglob("*.y*ml") if p.suffix in (".yaml", ".yml") and not p.name.startswith("."))
 
 
-def load_builtin_file(path: Path) -> RuleCore:
-    """A built-in rule file, read without the model when it reads cleanly."""
-    data = _read_yaml(path)
-    rule = RuleCore.from_mapping(data)
-    if rule is None:
-        return RuleCore.of(load_rule_file(path, data))
-    check_rule_against_facts(path, rule)
-    return rule
-
-
 def load_rules(extra_dirs: list[str] | None = None, include_builtin: bool = True) -> list[RuleCore]:
     dirs = ([builtin_rules_dir()] if include_builtin else []) + [Path(d) for d in (extra_dirs or [])]
     rules: list[RuleCore] = []
     seen: dict[str, Path] = {}
-    for i, d in enumerate(dirs):
+    for d in dirs:
         for f in rule_files(d):
-            rule = load_builtin_file(f) if include_builtin and i == 0 else RuleCore.of(load_rule_file(f))
+            rule = load_rule_file(f)
             for ident in (rule.code, rule.name):
                 if ident in seen:
                     raise RuleError(str(f), f"duplicate rule '{ident}' (also defined in {seen[ident]})")
@@ -151,4 +145,4 @@ def load_rules(extra_dirs: list[str] | None = None, include_builtin: bool = True
     return rules
 
 
-__all__ = ["builtin_rules_dir", "load_builtin_file", "load_rule_file", "load_rules", "rule_files"]
+__all__ = ["RuleProblems", "builtin_rules_dir", "check_rule_against_facts", "load_rule_file", "load_rules", "rule_files"]

@@ -143,6 +143,11 @@ def render(template: str, env: Mapping[str, Any]) -> str:
 
 def placeholders(template: str) -> set[str]:
     """The names a template's placeholders refer to (the part before any '.' or '[')."""
+    return {re.split(r"[.\[]", f, maxsplit=1)[0] for f in placeholder_fields(template)}
+
+
+def placeholder_fields(template: str) -> set[str]:
+    """A template's placeholders as written, without conversion or format spec ("top[op]", "x")."""
     names: set[str] = set()
     flat = _OPT.sub(lambda m: m.group(1), template)
     try:
@@ -154,10 +159,10 @@ def placeholders(template: str) -> set[str]:
             continue
         if field == "" or field.isdigit():
             raise ValueError("positional placeholder {} names no field")
-        names.add(re.split(r"[.\[]", field, maxsplit=1)[0])
+        names.add(field)
         if spec and "{" in spec:
             raise ValueError(f"nested placeholder in the format spec of {{{field}}}")
     return names
 
 
-__all__ = ["MAX_CHARS", "fmt_duration", "fmt_size", "is_missing", "placeholders", "render"]
+__all__ = ["MAX_CHARS", "fmt_duration", "fmt_size", "is_missing", "placeholder_fields", "placeholders", "render"]

@@ -1,29 +1,33 @@
-"""A rule as the rest of perflint uses it, in plain classes: the pydantic model
-(`engine/rule.py`) is the rule file's schema, checked where rules come from outside (a
-`--rule-dir`, `perflint rules validate`), and this is what it turns into.
+"""The rule file format, declared once: these msgspec structs validate a rule file's mapping (every
+problem named by its key), give the JSON Schema (`perflint rules schema`), and are what the rest of
+perflint uses.
 
-Two reasons for the split, both measured: the per-trace work sent to worker processes (--jobs,
-dask) carries these, so a worker imports neither pydantic nor the models to unpickle it (that
-import costs more than reading a 20 MB rank file); and the built-in pack, which the test suite
-validates with the model file by file (tests/test_rule_core.py), is read straight into them, so
-a run with no rule files of its own never imports pydantic (0.2-0.3 s of every run's start)."""
+A rule selects fact rows (`scope` + `where`), measures named fields (`measure`), asserts a
+condition (`assert`), and emits a finding per failing row with a message, evidence, an
+estimated recoverable time (`impact`) and a fix. Thresholds are typed `params`.
+
+msgspec rather than pydantic because both halves are measured: the built-in pack is read on every
+run's start, and the per-trace work sent to worker processes (--jobs, dask) carries these, so a
+worker unpickles it without importing pydantic (an import that costs more than reading a 20 MB
+rank file)."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+import typing
+from typing import Annotated, Any, Literal
+
+import msgspec
 
 from perflint.engine.expr import ExprError, compile_expr, names_in
 
-if TYPE_CHECKING:
-    from perflint.engine.rule import Rule
-
 Severity = Literal["error", "warning", "info"]
 SEVERITIES = ("error", "warning", "info")
-PARAM_TYPES = ("float", "int", "bool", "str", "list")
-CODE_RE = re.compile(r"^[A-Z]{2,6}[0-9]{3}$")
-NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*)+$")
+ParamType = Literal["float", "int", "bool", "str", "list"]
+CODE_PATTERN = r"^[A-Z]{2,6}[0-9]{3}$"
+NAME_PATTERN = r"^[a-z0-9][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*)+$"
+CODE_RE = re.compile(CODE_PATTERN)
+NAME_RE = re.compile(NAME_PATTERN)
 
 
 # Names the engine adds to a finding's fields, for messages, fixes and severity caps.
@@ -33,6 +37,15 @@ ENGINE_FIELDS = {
     "others": "items - 1: rows beside the top one",
     "top": "the grouped row with the most impact (its fields: {top[op]})",
 }
+
+
+class RuleSchemaError(Exception):
+    """A rule mapping the schema refuses: `problems` holds one "key 'x': why" line each.
+    Not a ValueError, so msgspec passes it through from `__post_init__` unwrapped."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
 
 
 def coerce_param(kind: str, value: Any) -> Any:
@@ -53,191 +66,176 @@ def coerce_param(kind: str, value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True)
-class ParamSpec:
-    type: str
-    default: Any
+def _doc(text: str) -> msgspec.Meta:
+    return msgspec.Meta(description=text)
+
+
+class _Spec(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    pass
+
+
+class Param(_Spec):
+    """A typed threshold: its default, overridable per project in the config."""
+
+    type: ParamType
+    default: Annotated[Any, _doc("the value, of the param's type")]
     description: str
-    source: str | None = None
+    source: Annotated[str | None, _doc("where the default threshold comes from")] = None
+
+    def __post_init__(self) -> None:
+        msgspec.structs.force_setattr(self, "default", coerce_param(self.type, self.default))
 
 
-@dataclass(frozen=True)
-class RefSpec:
+class Reference(_Spec):
     title: str
     url: str
 
 
-@dataclass(frozen=True)
-class GroupSpec:
+class Group(_Spec):
     """How failing rows become findings: rows that share the `by` fields are one finding (no `by`:
-    one finding per trace), whose `sum` fields add up over the rows and whose `union` fields (lists) join
-    their distinct values; the `top` rows with the most
-    impact are listed in the evidence."""
+    one finding per trace), whose `sum` fields add up over the rows and whose `union` fields (lists)
+    join their distinct values; the `top` rows with the most impact are listed in the evidence."""
 
-    by: tuple[str, ...] = ()
-    sum: tuple[str, ...] = ()
-    union: tuple[str, ...] = ()
-    top: int = 5
+    by: Annotated[tuple[str, ...], _doc("fields whose equal values make one finding ([]: one per trace)")] = ()
+    sum: Annotated[tuple[str, ...], _doc("fields added up over the grouped rows")] = ()
+    union: Annotated[tuple[str, ...], _doc("list fields whose distinct values are joined over the rows")] = ()
+    top: Annotated[int, msgspec.Meta(ge=1, description="rows listed in the finding's evidence, most impact first")] = 5
 
 
-@dataclass(frozen=True)
-class CapSpec:
+class Cap(_Spec):
     """A finding is at most `severity` where `when` holds (e.g. a verdict over a whole trace
     without steps)."""
 
-    when: str
-    severity: str
+    when: Annotated[str, _doc("condition (expression over the finding's fields)")]
+    severity: Annotated[Severity, _doc("the most severe the finding can be where the condition holds")]
+
+    def __post_init__(self) -> None:
+        try:
+            compile_expr(self.when)
+        except ExprError as exc:
+            raise ValueError(f"'when': {exc}") from None
 
 
-@dataclass(frozen=True)
-class RuleCore:
-    code: str
-    name: str
-    scope: str
-    where: str
-    assert_: str
-    message: str
-    fix: str
-    impact: str | None = None
-    min_impact_us: str | float = 0.0
-    requires: list[str] = field(default_factory=list)
-    measure: list[str] = field(default_factory=list)
-    severity: str = "warning"
-    groups: list[str] = field(default_factory=list)
-    summary: str = ""
-    rationale: str = ""
-    params: dict[str, ParamSpec] = field(default_factory=dict)
-    references: list[RefSpec] = field(default_factory=list)
-    group: GroupSpec | None = None
-    at_most: list[CapSpec] = field(default_factory=list)
+_MESSAGE_DOC = (
+    "message template over row fields and params: {field}, {field:.1f}, units by magnitude with "
+    "{field:dur} (µs), {field:size} (bytes), {field:kernel} (a short kernel name), {field:count}, {field:list}; "
+    "[[ ... ]] is a clause left out when a value in it is missing; grouped findings add {items}, {others}, {top[field]}"
+)
+
+
+class RuleCore(_Spec, kw_only=True, rename={"assert_": "assert"}):
+    """A performance rule: one YAML file. Thresholds go in `params`; `where` picks the candidate
+    rows, `assert` states the healthy condition over them (a finding where it fails)."""
+
+    code: Annotated[str, msgspec.Meta(pattern=CODE_PATTERN, description="stable code, e.g. TC001 (letters = family, digits = number)")]
+    name: Annotated[str, msgspec.Meta(pattern=NAME_PATTERN, description="dotted lowercase name, e.g. gpu.low-utilization")]
+    severity: Severity
+    groups: list[str] = []
+    summary: str
+    rationale: str
+    scope: Annotated[str, _doc("the fact rows the rule runs over (kernel_groups, op_groups, steps, trace, ...)")]
+    requires: Annotated[list[str], _doc("trace capabilities the rule needs, else skipped")] = []
+    params: dict[str, Param] = {}
+    where: Annotated[str, _doc("which rows are candidates (expression)")] = "true"
+    measure: Annotated[list[str], _doc("row fields shown as evidence")] = []
+    assert_: Annotated[str, _doc("the condition a row must satisfy; a finding when it fails (expression)")]
+    message: Annotated[str, _doc(_MESSAGE_DOC)]
+    impact: Annotated[str | None, _doc("estimated recoverable time in us (expression)")] = None
+    min_impact_us: Annotated[str | float, _doc("findings below this recoverable time stay quiet (number or expression)")] = 0.0
+    fix: Annotated[str, _doc("what to do, a template like the message")]
+    references: list[Reference] = []
+    group: Annotated[Group | None, _doc("one finding per group of failing rows instead of one per row")] = None
+    at_most: Annotated[list[Cap], _doc("severity caps: at most this severity where a condition holds")] = []
+
+    def __post_init__(self) -> None:
+        problems = []
+        for key, text in self.expressions():
+            try:
+                compile_expr(text)
+            except ExprError as exc:
+                problems.append(f"key '{key}': {exc}")
+        if problems:
+            raise RuleSchemaError(problems)
+
+    def expressions(self) -> list[tuple[str, str]]:
+        """(key, text) of every expression in the rule."""
+        out = [("where", self.where), ("assert", self.assert_)]
+        out += [(k, v) for k, v in (("impact", self.impact), ("min_impact_us", self.min_impact_us)) if isinstance(v, str)]
+        return out + [(f"at_most.{i}.when", c.when) for i, c in enumerate(self.at_most)]
 
     def defaults(self) -> dict[str, Any]:
         return {k: p.default for k, p in self.params.items()}
 
+    def dump(self) -> dict[str, Any]:
+        """The rule as a rule file writes it (keys as in the file, every one), JSON-ready."""
+        data: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(self))
+        return data
+
     def expression_names(self) -> set[str]:
         names: set[str] = set()
-        for text in (self.where, self.assert_, self.impact, self.min_impact_us, *(c.when for c in self.at_most)):
-            if isinstance(text, str):
-                names |= names_in(text)
+        for _, text in self.expressions():
+            names |= names_in(text)
         return names
 
-    def template_names(self) -> set[str]:
-        """Names the message and fix templates refer to."""
-        from perflint.engine.message import placeholders
 
-        return placeholders(self.message) | placeholders(self.fix)
-
-    def dump(self) -> dict[str, Any]:
-        """The rule as the model dumps it (`Rule.model_dump(by_alias=True)`), keys in its order."""
-        return {
-            "code": self.code, "name": self.name, "severity": self.severity, "groups": list(self.groups),
-            "summary": self.summary, "rationale": self.rationale, "scope": self.scope, "requires": list(self.requires),
-            "params": {k: {"type": p.type, "default": p.default, "description": p.description, "source": p.source}
-                       for k, p in self.params.items()},
-            "where": self.where, "measure": list(self.measure), "assert": self.assert_, "message": self.message,
-            "impact": self.impact, "min_impact_us": self.min_impact_us, "fix": self.fix,
-            "references": [{"title": r.title, "url": r.url} for r in self.references],
-            "group": None if self.group is None else {"by": list(self.group.by), "sum": list(self.group.sum), "union": list(self.group.union), "top": self.group.top},
-            "at_most": [{"when": c.when, "severity": c.severity} for c in self.at_most],
-        }  # fmt: skip
-
-    @classmethod
-    def of(cls, rule: Rule | RuleCore) -> RuleCore:
-        if isinstance(rule, RuleCore):
-            return rule
-        return cls(
-            code=rule.code, name=rule.name, scope=rule.scope, where=rule.where, assert_=rule.assert_,
-            message=rule.message, fix=rule.fix, impact=rule.impact, min_impact_us=rule.min_impact_us,
-            requires=list(rule.requires), measure=list(rule.measure), severity=rule.severity,
-            groups=list(rule.groups), summary=rule.summary, rationale=rule.rationale,
-            params={k: ParamSpec(p.type, p.default, p.description, p.source) for k, p in rule.params.items()},
-            references=[RefSpec(r.title, r.url) for r in rule.references],
-            group=None if rule.group is None else GroupSpec(tuple(rule.group.by), tuple(rule.group.sum), tuple(rule.group.union), rule.group.top),
-            at_most=[CapSpec(c.when, c.severity) for c in rule.at_most],
-        )  # fmt: skip
-
-    @classmethod
-    def from_mapping(cls, data: Any) -> RuleCore | None:
-        """A built-in rule file's mapping read without the model; None at anything the model
-        might take differently (the caller then validates it with the model, which also words
-        any error). Only the built-in pack comes this way: the suite checks every one of its
-        files gives what the model gives."""
-        try:
-            return _from_mapping(data)
-        except (KeyError, TypeError, ValueError, AttributeError, ExprError):
-            return None
+_AT = re.compile(r" - at `\$(.*)`$")
 
 
-_REQUIRED = frozenset(("code", "name", "severity", "summary", "rationale", "scope", "assert", "message", "fix"))
-_KEYS = _REQUIRED | {"groups", "requires", "params", "where", "measure", "impact", "min_impact_us", "references", "group", "at_most"}
+def _problem(prefix: str, exc: msgspec.ValidationError) -> str:
+    """"key 'params.x.default': why" from msgspec's "why - at `$.x.default`"."""
+    text = str(exc)
+    m = _AT.search(text)
+    sub = m.group(1) if m else ""
+    loc = prefix + re.sub(r"\[(\d+)\]", r".\1", sub)
+    why = text[: m.start()] if m else text
+    return f"key '{loc or '(top level)'}': {why}"
 
 
-def _text(v: Any) -> str:
-    if not isinstance(v, str):
-        raise TypeError
-    return v
+def _value_problems(key: str, value: Any, kind: Any) -> list[str]:
+    """The problem with one key's value; a mapping's entries each by their own key (msgspec
+    locates a problem in a mapping's value as `[...]`)."""
+    if typing.get_origin(kind) is dict and isinstance(value, dict):
+        item = typing.get_args(kind)[1]
+        return [p for k, v in value.items() for p in _value_problems(f"{key}.{k}", v, item)]
+    try:
+        msgspec.convert(value, kind)
+    except msgspec.ValidationError as exc:
+        return [_problem(key, exc)]
+    return []
 
 
-def _texts(v: Any) -> list[str]:
-    if not isinstance(v, list):
-        raise TypeError
-    return [_text(x) for x in v]
+def parse_rule(data: Any) -> RuleCore:
+    """A rule file's mapping as a RuleCore, or RuleSchemaError naming every problem by its key."""
+    try:
+        return msgspec.convert(data, RuleCore)
+    except msgspec.ValidationError as exc:
+        first = exc
+    if not isinstance(data, dict):
+        raise RuleSchemaError(["a rule file must be a YAML mapping"])
+    # msgspec stops at the first problem: look at each key on its own to name them all.
+    fields = msgspec.structs.fields(RuleCore)
+    known = {f.encode_name for f in fields}
+    problems = [f"key '{k}': unknown key" for k in data if k not in known]
+    for f in fields:
+        if f.encode_name not in data:
+            if f.required:
+                problems.append(f"key '{f.encode_name}': required")
+            continue
+        problems += _value_problems(f.encode_name, data[f.encode_name], f.type)
+    raise RuleSchemaError(problems or [_problem("", first)])
 
 
-def _expr(v: Any) -> Any:
-    if isinstance(v, str):
-        compile_expr(v)  # raises ExprError as the model's validator would refuse it
-    return v
-
-
-def _from_mapping(data: Any) -> RuleCore | None:
-    if not isinstance(data, dict) or not _REQUIRED <= data.keys() or not data.keys() <= _KEYS:
-        return None
-    code, name, severity = _text(data["code"]), _text(data["name"]), _text(data["severity"])
-    if not CODE_RE.match(code) or not NAME_RE.match(name) or severity not in SEVERITIES:
-        return None
-    params: dict[str, ParamSpec] = {}
-    for k, p in (data.get("params") or {}).items():
-        if not isinstance(p, dict) or not {"type", "default", "description"} <= p.keys() <= {"type", "default", "description", "source"}:
-            return None
-        if p["type"] not in PARAM_TYPES or (p.get("source") is not None and not isinstance(p["source"], str)):
-            return None
-        params[_text(k)] = ParamSpec(p["type"], coerce_param(p["type"], p["default"]), _text(p["description"]), p.get("source"))
-    refs = []
-    for r in data.get("references") or []:
-        if not isinstance(r, dict) or r.keys() != {"title", "url"}:
-            return None
-        refs.append(RefSpec(_text(r["title"]), _text(r["url"])))
-    impact = data.get("impact")
-    min_impact = data.get("min_impact_us", 0.0)
-    if (impact is not None and not isinstance(impact, str)) or isinstance(min_impact, bool):
-        return None
-    if not isinstance(min_impact, (str, int, float)):
-        return None
-    group = data.get("group")
-    if group is not None:
-        if not isinstance(group, dict) or not group.keys() <= {"by", "sum", "union", "top"}:
-            return None
-        top = group.get("top", 5)
-        if not isinstance(top, int) or isinstance(top, bool) or top < 1:
-            return None
-        group = GroupSpec(*(tuple(_texts(group.get(k, []))) for k in ("by", "sum", "union")), top)
-    caps = []
-    for c in data.get("at_most") or []:
-        if not isinstance(c, dict) or c.keys() != {"when", "severity"} or c["severity"] not in SEVERITIES:
-            return None
-        caps.append(CapSpec(_expr(_text(c["when"])), c["severity"]))
-    return RuleCore(
-        code=code, name=name, scope=_text(data["scope"]), where=_expr(_text(data.get("where", "true"))),
-        assert_=_expr(_text(data["assert"])), message=_text(data["message"]), fix=_text(data["fix"]),
-        impact=_expr(impact), min_impact_us=_expr(min_impact if isinstance(min_impact, str) else float(min_impact)),
-        requires=_texts(data.get("requires", [])), measure=_texts(data.get("measure", [])), severity=severity,
-        groups=_texts(data.get("groups", [])), summary=_text(data["summary"]), rationale=_text(data["rationale"]),
-        params=params, references=refs, group=group, at_most=caps,
-    )  # fmt: skip
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of a rule file: the rule's object at the top, titled for users, the parts
+    it refers to in $defs."""
+    defs = msgspec.json.schema(RuleCore)["$defs"]
+    for d in defs.values():
+        if "description" in d:  # a docstring's line breaks and indentation
+            d["description"] = " ".join(d["description"].split())
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **defs.pop("RuleCore"), "title": "Rule", "$defs": defs}
 
 
 __all__ = [
-    "CODE_RE", "ENGINE_FIELDS", "NAME_RE", "PARAM_TYPES", "SEVERITIES", "CapSpec", "GroupSpec", "ParamSpec", "RefSpec", "RuleCore", "Severity",
-    "coerce_param",
+    "CODE_RE", "ENGINE_FIELDS", "NAME_RE", "SEVERITIES", "Cap", "Group", "Param", "Reference", "RuleCore",
+    "RuleSchemaError", "Severity", "coerce_param", "json_schema", "parse_rule",
 ]  # fmt: skip
