@@ -387,7 +387,8 @@ _SPIN = "import time\nt=time.perf_counter()\nx=0\nfor i in range(6_000_000): x+=
 # so it also shows what the two vCPUs' shared cache and memory cost; nothing of the CLI (start-up,
 # rule loading, the pool, pickled results) is in it: the ceiling for --jobs 2 on these files.
 _WORK = """import os, sys, time, statistics
-from perflint.config import Config, select_rules
+from perflint.config import Config
+from perflint.selection import select_rules
 from perflint.engine.loader import load_rules
 from perflint.engine.run import check_trace
 from perflint.graph.load import load_trace

@@ -21,7 +21,8 @@ from perflint.errors import InputError, PerflintError, UsageError
 if TYPE_CHECKING:
     from perflint.config import Config
     from perflint.engine.run import ActiveRule
-    from perflint.findings import Finding, RunResult, SkippedFile
+    from perflint.facts import Context
+    from perflint.findings import Finding, RunResult, SkippedFile, TraceResult
     from perflint.model import Trace
     from perflint.pipeline import Executor, Outcome, Prepared
 
@@ -83,14 +84,27 @@ def _check_one(
     trace: Trace,
     active: list[ActiveRule],
     include_edge_steps: bool,
-    baseline: Any = None,
+    baseline: dict[str, Any] | None = None,
     allow_mismatch: bool = False,
     roots: tuple[str, ...] = (),
-) -> Any:
+    extend: Callable[[Context, TraceResult], None] | None = None,
+) -> TraceResult:
+    """The rules over one trace, in its context: the run's options and the trace's entry of the
+    baseline; `extend(ctx, result)` adds to the result."""
+    from perflint.baseline.identity import trace_role
     from perflint.engine.run import check_trace
-    from perflint.identity import trace_role
+    from perflint.facts import Context
 
-    return check_trace(trace, active, include_edge_steps, baseline, allow_mismatch, trace_role(trace.path, roots))
+    against = None
+    if baseline is not None:
+        from perflint.baseline.trace_baseline import trace_baseline
+
+        against = trace_baseline(baseline, trace, allow_mismatch)
+    ctx = Context(trace, include_edge_steps, against)
+    result = check_trace(ctx, active, trace_role(trace.path, roots))
+    if extend is not None:
+        extend(ctx, result)
+    return result
 
 
 def prepare(paths: list[str], opts: CheckOptions) -> Prepared:
@@ -105,11 +119,11 @@ def run_check(
     opts: CheckOptions,
     cfg: Config,
     prepared: Prepared | None = None,
-    wrap: Callable[[Callable[[Trace], Any], bool], Callable[[Trace], Any]] | None = None,
+    extend: Callable[[Context, TraceResult], None] | None = None,
 ) -> tuple[RunResult, list[Outcome]]:
     """The run's result and the per-trace outcomes (their errors, with tracebacks for --debug);
-    `prepared`: the traces, their read possibly begun (else found here); `wrap(fn, include_edges)`:
-    the per-trace function extended (a report that gathers more per trace)."""
+    `prepared`: the traces, their read possibly begun (else found here); `extend(ctx, result)`:
+    adds to each trace's result (a report that gathers more per trace; picklable)."""
     # The rules and analysis modules are imported here, after the traces' reads have begun: a
     # big trace decodes in worker processes meanwhile.
     from perflint.commands.baseline_io import apply_accepted, load_accepted, load_baseline
@@ -138,9 +152,8 @@ def run_check(
         baseline=baseline,
         allow_mismatch=opts.allow_device_mismatch,
         roots=tuple(paths),
+        extend=extend,
     )
-    if wrap is not None:
-        fn = wrap(fn, include_edges)
     if prepared is None:
         prepared = prepare(paths, opts)
     try:

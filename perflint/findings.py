@@ -33,7 +33,7 @@ class Finding:
     fix: str = ""
     suppressed: str | None = None  # the suppression's reason, when one matched
     accepted: str | None = None  # the accepted-findings entry's reason, when one matched
-    role: str = ""  # the trace's role (perflint.identity): which trace this is, across runs
+    role: str = ""  # the trace's role (perflint.baseline.identity): which trace this is, across runs
     subject: dict[str, Any] = field(default_factory=dict)  # the row key fields the fingerprint hashes
 
     @property
@@ -71,7 +71,7 @@ class TraceResult:
     findings: list[Finding] = field(default_factory=list)
     rank_row: dict[str, Any] = field(default_factory=dict)  # facts for run-level (multi-rank) rules
     warnings: list[str] = field(default_factory=list)
-    role: str = ""  # perflint.identity.trace_role
+    role: str = ""  # perflint.baseline.identity.trace_role
 
     @property
     def label(self) -> str:

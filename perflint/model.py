@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from perflint.memo import Memo
+
 # GPU activity kinds.
 KERNEL = 0
 MEMCPY = 1
@@ -201,8 +203,8 @@ class Trace:
     recording: dict[str, str] = field(default_factory=dict)
     # Lazily decoded JSON blobs (Input Dims etc.), keyed by string id.
     _decoded: dict[int, Any] = field(default_factory=dict, repr=False)
-    # Derived per-trace data computed once by metrics (kernel classes, step assignment...).
-    cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    # Derived per-trace data computed once by graph and metrics (kernel classes, launch times...).
+    memo: Memo = field(default_factory=Memo, repr=False, compare=False)
 
     def recorded(self, key: str) -> str:
         """The words for `key` of DEFAULT_RECORDING in this trace's profiler's terms."""

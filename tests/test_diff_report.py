@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from perflint.facts._compare import _row
+from perflint.baseline.compare import _row
 from perflint.report.diff import MIN_EFFECT, assess, fit_labels, render_diff_json, render_diff_text
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perflint.identity import RUN_ROLE, fingerprint, normalize_name, subject, trace_role
+from perflint.baseline.identity import RUN_ROLE, fingerprint, normalize_name, subject, trace_role
 
 
 @pytest.mark.parametrize(

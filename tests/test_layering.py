@@ -1,6 +1,6 @@
 """Imports follow the one-way data flow (DESIGN §2): a module knows only what is below it.
 
-reader -> graph -> metrics -> facts -> engine -> report; cli, commands, config, selection, pipeline on top.
+reader -> graph -> metrics -> facts -> baseline -> engine -> report; cli, commands, config, selection, pipeline on top.
 """
 
 from __future__ import annotations
@@ -13,28 +13,29 @@ PKG = Path(__file__).resolve().parent.parent / "perflint"
 LAYER = {
     "errors": 0,
     "units": 0,
+    "memo": 0,
     "model": 0,
     "ids": 0,
-    "identity": 0,
     "plugins": 0,
     "readers": 1,
     "graph": 2,
     "metrics": 3,
     "facts": 4,
     "findings": 4,
-    "engine": 5,
-    "report": 6,
-    "pipeline": 7,
-    "config": 7,
-    "selection": 7,
+    "baseline": 5,  # snapshots and comparisons of what metrics and facts derive
     "tables": 5,
     "op_view": 5,
-    "commands": 8,
-    "api": 8,
-    "cli": 8,
-    "pytest_plugin": 9,
-    "__main__": 9,
-    "__init__": 9,  # the package's face: re-exports the API, imported on first use (tests/test_api.py)
+    "engine": 6,
+    "report": 7,
+    "pipeline": 8,
+    "config": 8,
+    "selection": 8,
+    "commands": 9,
+    "api": 9,
+    "cli": 9,
+    "pytest_plugin": 10,
+    "__main__": 10,
+    "__init__": 10,  # the package's face: re-exports the API, imported on first use (tests/test_api.py)
 }
 
 

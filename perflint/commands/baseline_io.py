@@ -8,19 +8,19 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from perflint.baseline.identity import PATH_FIELDS, RUN_ROLE, legacy_fingerprint, normalize_name
+from perflint.baseline.snapshot import SNAPSHOT_SCHEMA, Snapshot, snapshot_document, trace_snapshot
 from perflint.commands.common import report_skipped
 from perflint.errors import InputError, UsageError
 from perflint.facts import Context, load_all
-from perflint.facts._snapshot import SNAPSHOT_SCHEMA, snapshot_document, trace_snapshot
 from perflint.findings import Finding, RunResult
-from perflint.identity import PATH_FIELDS, RUN_ROLE, legacy_fingerprint, normalize_name
 from perflint.model import Trace
 from perflint.pipeline import Prepared
 
 ACCEPTED_SCHEMA = "perflint-accepted"
 
 
-def _snapshot_of(trace: Trace, include_edge_steps: bool) -> dict[str, Any]:
+def _snapshot_of(trace: Trace, include_edge_steps: bool) -> Snapshot:
     load_all()
     return trace_snapshot(Context(trace, include_edge_steps=include_edge_steps))
 

@@ -26,7 +26,7 @@ from perflint.commands.common import (
 from perflint.errors import UsageError
 from perflint.pipeline import Prepared
 from perflint.report import REPORTERS
-from perflint.report.html import add_html_option, with_panels, write_check
+from perflint.report.html import add_html_option, check_panels, write_check
 
 if TYPE_CHECKING:
     from perflint.config import Config
@@ -66,7 +66,7 @@ def execute(args: argparse.Namespace, cfg: Config, prepared: Prepared | None = N
     """The run's result (perflint.api.run_check); `prepared`: the traces, their read possibly
     begun (else found here). Traces that failed are reported on stderr."""
     result, outcomes = run_check(
-        args.paths, options_of(args, cfg), cfg, prepared, wrap=lambda fn, edges: with_panels(fn, args, edges)
+        args.paths, options_of(args, cfg), cfg, prepared, extend=check_panels(args)
     )
     report_errors(outcomes, args.debug)
     return result

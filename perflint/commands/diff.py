@@ -8,7 +8,6 @@ import sys
 from typing import Any
 
 from perflint.commands.common import add_exclude_option, add_jobs_option, budget_of, exclude_of, jobs_of, positive_int
-from perflint.errors import InputError
 from perflint.report.html import add_html_option, write_diff
 
 # Each command imports what it runs when it runs: `perflint check` starts without these.
@@ -43,27 +42,10 @@ def _alpha(text: str) -> float:
     return a
 
 
-def pair_snapshots(base: dict[str, Any], cur: dict[str, Any], allow_mismatch: bool) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    from perflint.facts.baseline import identity_mismatch
-
-    bt, ct = base["traces"], cur["traces"]
-    if len(bt) == 1 and len(ct) == 1:
-        pairs = [(bt[0], ct[0])]
-    else:
-        by_rank = {b.get("rank"): b for b in bt}
-        pairs = [(by_rank[c.get("rank")], c) for c in ct if c.get("rank") in by_rank]
-        if not pairs:
-            raise InputError("diff", "no traces to pair: the two runs share no rank")
-    for b, c in pairs:
-        why = identity_mismatch(b.get("identity", {}), c.get("identity", {}))
-        if why and not allow_mismatch:
-            raise InputError(c["path"], f"not comparable with {b['path']}: {why}; use --allow-device-mismatch")
-    return pairs
-
-
 def run(args: argparse.Namespace) -> int:
+    from perflint.baseline.compare import compare
+    from perflint.baseline.matching import pair_traces
     from perflint.commands.baseline_io import load_baseline
-    from perflint.facts._compare import compare
     from perflint.report.diff import render_diff_json, render_diff_markdown, render_diff_text
 
     render = {"text": render_diff_text, "markdown": render_diff_markdown, "json": render_diff_json}
@@ -73,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     base = load_baseline(args.base, args.include_edge_steps, args.input_format, jobs, budget, exclude)
     cur = load_baseline(args.new, args.include_edge_steps, args.input_format, jobs, budget, exclude)
     out = []
-    for b, c in pair_snapshots(base, cur, args.allow_device_mismatch):
+    for b, c in pair_traces(base, cur, args.allow_device_mismatch):
         out.append({"base": b["path"], "current": c["path"], "rank": c.get("rank"), "rows": compare(b, c)})
     text = render[args.format](out, args.alpha, args.top)
     write_diff(args.html, base, cur, out, args.alpha, args.top)

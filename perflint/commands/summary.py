@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     # The read begins before the metrics modules are imported (pipeline.Prepared).
     prepared = Prepared(args.paths, args.input_format, jobs_of(args), executor_of(args), budget_of(args), exclude_of(args))
     outcomes = run_summary(
-        prepared, args.include_edge_steps, args.timeline, wrap=lambda fn: with_panels(fn, args, args.include_edge_steps, summary=True)
+        prepared, args.include_edge_steps, args.timeline, wrap=lambda fn: with_panels(fn, args, args.include_edge_steps)
     )
     failed = report_errors(outcomes, args.debug)
     traces = [o.result for o in outcomes if o.error is None]

@@ -7,11 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from perflint import identity
+from perflint.baseline import identity
 from perflint.engine.expr import Fn, compile_expr
 from perflint.engine.message import render
 from perflint.engine.rule_core import SEVERITIES, RuleCore
-from perflint.errors import InputError
 from perflint.facts import RUN_EMPTY, RUN_SOURCES, SOURCES, Context, Row, load_all, missing, rows
 from perflint.findings import Finding, RuleStatus, TraceResult
 from perflint.metrics.summary import summarize
@@ -32,7 +31,7 @@ class ActiveRule:
 
 
 def fingerprint(code: str, key: tuple[str, ...], row: Row, rank: int | None, role: str, roles: Mapping[str, str] | None = None) -> str:
-    """Stable across runs of the same code (perflint.identity): rule, the row's subject (its key
+    """Stable across runs of the same code (perflint.baseline.identity): rule, the row's subject (its key
     fields; `roles` maps trace paths in it to roles), the trace's role and rank; never times."""
     return identity.fingerprint(code, identity.subject(key, row, roles or {}), role, rank)
 
@@ -223,50 +222,17 @@ def status_of(ar: ActiveRule, findings: list[Finding], skipped: str | None) -> R
     return RuleStatus(ar.code, ar.rule.name, ar.severity, "failed" if findings else "passed", findings=len(findings))
 
 
-def match_baseline(baseline: dict[str, Any], trace: Trace) -> dict[str, Any]:
-    """The baseline snapshot entry for this trace: same rank, else the only one, else same file name."""
-    entries = baseline.get("traces", [])
-    same_rank = [e for e in entries if e.get("rank") == trace.rank and trace.rank is not None]
-    if same_rank:
-        return same_rank[0]  # type: ignore[no-any-return]
-    if len(entries) == 1:
-        return entries[0]  # type: ignore[no-any-return]
-    import os
-
-    same_name = [e for e in entries if os.path.basename(str(e.get("path"))) == os.path.basename(trace.path)]
-    if same_name:
-        return same_name[0]  # type: ignore[no-any-return]
-    raise InputError(trace.path, f"the baseline has no trace for rank {trace.rank} (ranks: {[e.get('rank') for e in entries]})")
-
-
-def check_trace(
-    trace: Trace,
-    active: list[ActiveRule],
-    include_edge_steps: bool = False,
-    baseline: dict[str, Any] | None = None,
-    allow_device_mismatch: bool = False,
-    role: str | None = None,
-) -> TraceResult:
-    """Every per-trace rule over `trace`; `role` is its identity across runs (perflint.identity;
-    default: its normalized file name)."""
+def check_trace(subject: Context | Trace, active: list[ActiveRule], role: str | None = None) -> TraceResult:
+    """Every per-trace rule over the context's trace (a bare trace: with the default options and
+    no baseline); `role` is its identity across runs (perflint.baseline.identity; default: its
+    normalized file name)."""
     load_all()
+    ctx = subject if isinstance(subject, Context) else Context(subject)
+    trace = ctx.trace
     if role is None:
         role = identity.normalize_name(os.path.basename(trace.path))
-    ctx = Context(trace, include_edge_steps=include_edge_steps)
     window = analysed_window_us(ctx)
-    trace.cache["analysis_steps_n"] = len(ctx.steps)
-    if baseline is not None:
-        from perflint.facts._snapshot import identity as device_identity
-        from perflint.facts.baseline import identity_mismatch
-
-        entry = match_baseline(baseline, trace)
-        why = identity_mismatch(entry.get("identity", {}), device_identity(trace))
-        if why and not allow_device_mismatch:
-            raise InputError(
-                trace.path, f"baseline is from another device or software stack ({why}); use --allow-device-mismatch"
-            )
-        trace.cache["baseline"] = entry
-    summary = summarize(trace, include_edge_steps=include_edge_steps)
+    summary = summarize(trace, include_edge_steps=ctx.include_edge_steps)
     result = TraceResult(
         path=trace.path,
         rank=trace.rank,
@@ -279,7 +245,7 @@ def check_trace(
     for ar in active:
         if ar.rule.scope not in SOURCES:
             continue  # run-level rule: evaluated over all traces afterwards
-        reason = missing(trace, ar.rule.requires, capabilities)
+        reason = missing(ctx, ar.rule.requires, capabilities)
         found = [] if reason else evaluate(ar, rows(ctx, ar.rule.scope), SOURCES[ar.rule.scope].key, trace.path, trace.rank, role)
         _cap_impacts(found, window)
         result.statuses.append(status_of(ar, found, reason))

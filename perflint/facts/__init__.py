@@ -10,10 +10,12 @@ with this module's decorators (`fact`, `run_source`, `enricher`, `capability`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+from perflint.memo import Memo
 from perflint.metrics.steps import analysis_steps
 from perflint.model import Step, Trace
 from perflint.plugins import entry_points
@@ -21,19 +23,37 @@ from perflint.plugins import entry_points
 Row = dict[str, Any]
 
 
-@dataclass
+class Baseline(Protocol):
+    """The baseline one trace is checked against, as the `baseline` fact source reads it
+    (perflint.baseline makes it)."""
+
+    @property
+    def steps(self) -> int:
+        """The baseline's analysis steps."""
+        ...
+
+    def compare(self, ctx: Context) -> list[Row]:
+        """Its comparison with the context's trace, metric by metric."""
+        ...
+
+
+@dataclass(frozen=True, eq=False)
 class Context:
+    """One trace as a check sees it: the trace, the run's options, the baseline it is compared
+    with (None without --baseline), and what fact sources derive from them, computed once."""
+
     trace: Trace
     include_edge_steps: bool = False
-    cache: dict[str, Any] = field(default_factory=dict)
+    baseline: Baseline | None = None
+    memo: Memo = field(default_factory=Memo, repr=False)
 
     @property
     def steps(self) -> list[Step]:
-        got = self.cache.get("steps")
-        if got is None:
-            got = analysis_steps(self.trace, self.include_edge_steps)
-            self.cache["steps"] = got
-        return got
+        return self.memo.get(_analysis_steps, self)
+
+
+def _analysis_steps(ctx: Context) -> list[Step]:
+    return analysis_steps(ctx.trace, ctx.include_edge_steps)
 
 
 @dataclass(frozen=True)
@@ -46,7 +66,7 @@ class FactSource:
 
 
 SOURCES: dict[str, FactSource] = {}
-CAPABILITIES: dict[str, Callable[[Trace], str | None]] = {}
+CAPABILITIES: dict[str, Callable[[Context], str | None]] = {}
 CAPABILITY_DOCS: dict[str, str] = {}  # capability -> what it checks (the fact catalogue)
 # Extra per-row fields contributed by other modules or plugins: scope -> [fn(ctx, row) -> dict]
 ENRICHERS: dict[str, list[Callable[[Context, Row], Row]]] = {}
@@ -71,6 +91,22 @@ def capability(name: str, checks: str = "") -> Callable[[Callable[[Trace], str |
     """Registers `fn(trace) -> reason or None` as the capability `name`; `checks`: what it checks."""
 
     def deco(fn: Callable[[Trace], str | None]) -> Callable[[Trace], str | None]:
+        @functools.wraps(fn)  # keeps fn's module: the catalogue tells built-in from plugin ones
+        def of_context(ctx: Context) -> str | None:
+            return fn(ctx.trace)
+
+        CAPABILITIES[name] = of_context
+        CAPABILITY_DOCS[name] = checks
+        return fn
+
+    return deco
+
+
+def context_capability(name: str, checks: str = "") -> Callable[[Callable[[Context], str | None]], Callable[[Context], str | None]]:
+    """Registers `fn(ctx) -> reason or None` as the capability `name`: for what the context holds
+    beside the trace (its baseline)."""
+
+    def deco(fn: Callable[[Context], str | None]) -> Callable[[Context], str | None]:
         CAPABILITIES[name] = fn
         CAPABILITY_DOCS[name] = checks
         return fn
@@ -111,19 +147,20 @@ def fields_of(scope: str) -> dict[str, str]:
 
 
 def rows(ctx: Context, scope: str) -> list[Row]:
-    cached = ctx.cache.get(("rows", scope))
-    if cached is not None:
-        return cached  # type: ignore[no-any-return]
+    """The rows of `scope` for the context's trace, enriched; made once per context."""
+    return ctx.memo.keyed(_rows, ctx, scope)
+
+
+def _rows(ctx: Context, scope: str) -> list[Row]:
     src = SOURCES[scope]
     out = src.fn(ctx)
     for enrich in ENRICHERS.get(scope, []):
         for r in out:
             r.update(enrich(ctx, r))
-    ctx.cache[("rows", scope)] = out
     return out
 
 
-def missing(trace: Trace, requirements: list[str], memo: dict[str, str | None] | None = None) -> str | None:
+def missing(ctx: Context, requirements: list[str], memo: dict[str, str | None] | None = None) -> str | None:
     """The reason the first unmet requirement gives, or None when all are met. `memo` keeps each
     capability's answer across the rules of one trace (several rules share a requirement)."""
     for req in requirements:
@@ -131,11 +168,11 @@ def missing(trace: Trace, requirements: list[str], memo: dict[str, str | None] |
         if check is None:
             return f"unknown capability '{req}'"
         if memo is None:
-            reason = check(trace)
+            reason = check(ctx)
         elif req in memo:
             reason = memo[req]
         else:
-            reason = memo[req] = check(trace)
+            reason = memo[req] = check(ctx)
         if reason:
             return reason
     return None

@@ -13,22 +13,21 @@ from perflint.facts import Context
 from perflint.facts._group import present_ids
 from perflint.facts._optree import OpInfo, op_info, op_infos  # noqa: F401  (re-exported)
 from perflint.ids import isin_ids
+from perflint.memo import once
 from perflint.metrics import dtypes
 from perflint.metrics.steps import clipped, launch_ts, step_of
 from perflint.metrics.tb_gpu import gpu_summary
 from perflint.model import GPU_SYNC, NONE, Device, Trace
 
 
+@once
 def window_mask(ctx: Context) -> np.ndarray:
     """GPU rows launched inside the analysis steps (all rows when the trace has no steps)."""
-    got = ctx.cache.get("window")
-    if got is None:
-        t = ctx.trace
-        got = t.gpu.kind != GPU_SYNC
-        if ctx.steps:
-            got = got & (step_of(t, ctx.steps, launch_ts(t)) >= 0)
-        ctx.cache["window"] = got
-    return got  # type: ignore[no-any-return]
+    t = ctx.trace
+    got: np.ndarray = t.gpu.kind != GPU_SYNC
+    if ctx.steps:
+        got = got & (step_of(t, ctx.steps, launch_ts(t)) >= 0)
+    return got
 
 
 def steps_time_us(ctx: Context) -> float:
@@ -37,19 +36,17 @@ def steps_time_us(ctx: Context) -> float:
     return float(sum(b - a for a, b in (clipped(t, s.ts, s.end) for s in ctx.steps)))
 
 
+@once
 def gpu_utilization(ctx: Context) -> float | None:
     """TensorBoard-plugin GPU utilization (`gpu_summary`), once per context: several sources
     report it."""
-    if "gpu_utilization" not in ctx.cache:
-        ctx.cache["gpu_utilization"] = gpu_summary(ctx.trace)["utilization_pct"]
-    return ctx.cache["gpu_utilization"]  # type: ignore[no-any-return]
+    return gpu_summary(ctx.trace)["utilization_pct"]
 
 
+@once
 def primary_device(ctx: Context) -> Device | None:
     """`trace.primary_device` once per context (it counts kernels per device each time)."""
-    if "primary_device" not in ctx.cache:
-        ctx.cache["primary_device"] = ctx.trace.primary_device
-    return ctx.cache["primary_device"]  # type: ignore[no-any-return]
+    return ctx.trace.primary_device
 
 
 def kernel_op(t: Trace) -> np.ndarray:
@@ -61,15 +58,15 @@ def kernel_op(t: Trace) -> np.ndarray:
     return out
 
 
-def ops_named(t: Trace, key: str, test: Callable[[str], bool]) -> np.ndarray:
-    """Indices of the ops whose name passes `test`, once per trace (cached under `key`): the test
-    runs once per distinct name."""
-    got = t.cache.get(key)
-    if got is None:
-        hit = [i for i in present_ids(t.ops.name) if test(t.strings[i])]
-        got = np.flatnonzero(isin_ids(t.ops.name, hit)) if hit else np.zeros(0, dtype=np.int64)
-        t.cache[key] = got
-    return got
+def ops_named(t: Trace, test: Callable[[str], bool]) -> np.ndarray:
+    """Indices of the ops whose name passes `test`, once per trace and test: the test runs once
+    per distinct name."""
+    return t.memo.keyed(_ops_named, t, test)
+
+
+def _ops_named(t: Trace, test: Callable[[str], bool]) -> np.ndarray:
+    hit = [i for i in present_ids(t.ops.name) if test(t.strings[i])]
+    return np.flatnonzero(isin_ids(t.ops.name, hit)) if hit else np.zeros(0, dtype=np.int64)
 
 
 def kernel_row_dtype(t: Trace, info: OpInfo, kernel_name: str) -> str | None:

@@ -15,6 +15,7 @@ from perflint.facts import Context
 from perflint.facts._group import factorize, unique_inverse
 from perflint.graph.build import stack_member
 from perflint.graph.intervals import depths
+from perflint.memo import once
 from perflint.metrics.dtypes import op_dtype
 from perflint.model import NONE
 
@@ -50,38 +51,31 @@ class Levels:
         return self.order[self.bounds[k] : self.bounds[k + 1]]
 
 
+@once
 def depth_is_nesting(ctx: Context) -> bool:
     """ops.depth is the nesting depth of ops.parent (it is after the graph step); checked once."""
-    got = ctx.cache.get("depth_is_nesting")
-    if got is None:
-        ops = ctx.trace.ops
-        parent, depth = ops.parent, ops.depth
-        has = parent != NONE
-        got = len(depth) == len(parent) and not (depth[~has] != 0).any() and np.array_equal(depth[has], depth[parent[has]] + 1)
-        ctx.cache["depth_is_nesting"] = got
-    return bool(got)
+    ops = ctx.trace.ops
+    parent, depth = ops.parent, ops.depth
+    has = parent != NONE
+    return bool(len(depth) == len(parent) and not (depth[~has] != 0).any() and np.array_equal(depth[has], depth[parent[has]] + 1))
 
 
+@once
 def op_levels(ctx: Context) -> Levels:
     """The ops' levels, from ops.depth when it is the nesting depth of ops.parent (it is after the
     graph step), else recomputed."""
-    got = ctx.cache.get("op_levels")
-    if got is None:
-        parent = ctx.trace.ops.parent
-        depth = ctx.trace.ops.depth
-        if not depth_is_nesting(ctx):
-            depth = depths(parent)
-        if len(parent) == 0:
-            got = Levels(np.zeros(0, dtype=np.int64), [0], [])
-        else:
-            order = np.argsort(depth.astype(np.int16 if depth.max() < 2**15 else np.int64), kind="stable")
-            bounds = np.concatenate(([0], np.cumsum(np.bincount(depth)))).tolist()
-            pos = np.empty(len(order), dtype=np.int64)
-            pos[order] = np.arange(len(order))
-            ppos = [pos[parent[order[a:b]]] if k else np.zeros(0, dtype=np.int64) for k, (a, b) in enumerate(zip(bounds, bounds[1:]))]
-            got = Levels(order, bounds, ppos)
-        ctx.cache["op_levels"] = got
-    return got
+    parent = ctx.trace.ops.parent
+    depth = ctx.trace.ops.depth
+    if not depth_is_nesting(ctx):
+        depth = depths(parent)
+    if len(parent) == 0:
+        return Levels(np.zeros(0, dtype=np.int64), [0], [])
+    order = np.argsort(depth.astype(np.int16 if depth.max() < 2**15 else np.int64), kind="stable")
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(depth)))).tolist()
+    pos = np.empty(len(order), dtype=np.int64)
+    pos[order] = np.arange(len(order))
+    ppos = [pos[parent[order[a:b]]] if k else np.zeros(0, dtype=np.int64) for k, (a, b) in enumerate(zip(bounds, bounds[1:]))]
+    return Levels(order, bounds, ppos)
 
 
 def propagate(ctx: Context, own: np.ndarray) -> np.ndarray:
@@ -132,12 +126,10 @@ class OpArrays:
     stack_links: list[tuple[int, int]]  # stack key -> (parent stack key, name string id)
 
 
+@once
 def op_arrays(ctx: Context) -> OpArrays:
-    """OpArrays for the context's trace (cached): one pass per level for the stack ids, three
-    `propagate` passes for the innermost dims / source / forward op on each chain."""
-    got = ctx.cache.get("op_arrays")
-    if got is not None:
-        return got  # type: ignore[no-any-return]
+    """OpArrays for the context's trace (once per context): one pass per level for the stack ids,
+    three `propagate` passes for the innermost dims / source / forward op on each chain."""
     t = ctx.trace
     o = t.ops
     n = len(o)
@@ -180,9 +172,7 @@ def op_arrays(ctx: Context) -> OpArrays:
     if n:
         source = np.where((source == NONE) & bwd, o.source[fwd_safe], source)
     links = [(c // width - 1, c % width - 1) for c in table]  # table keys are numbered in insertion order
-    got = OpArrays(stack_key, shape, dims.astype(np.int64), types.astype(np.int64), source.astype(np.int64), fwd, member, links)
-    ctx.cache["op_arrays"] = got
-    return got
+    return OpArrays(stack_key, shape, dims.astype(np.int64), types.astype(np.int64), source.astype(np.int64), fwd, member, links)
 
 
 def _info_key(a: OpArrays, op: int) -> tuple[int, ...]:
@@ -191,13 +181,22 @@ def _info_key(a: OpArrays, op: int) -> tuple[int, ...]:
 
 def stack_names(ctx: Context, key: int) -> tuple[str, ...]:
     """The op-stack names behind a stack key (see OpArrays.stack_key), outermost first."""
-    memo: dict[int, tuple[str, ...]] = ctx.cache.setdefault("stack_names", {NONE: ()})
+    memo = ctx.memo.get(_stack_names_memo, ctx)
     got = memo.get(key)
     if got is None:
         a = op_arrays(ctx)
         parent_key, name = a.stack_links[key]
         got = memo[key] = stack_names(ctx, parent_key) + (ctx.trace.s(name),)
     return got
+
+
+def _stack_names_memo(ctx: Context) -> dict[int, tuple[str, ...]]:
+    return {NONE: ()}
+
+
+def _op_info_memo(ctx: Context) -> dict[tuple[int, ...], OpInfo]:
+    """op_info's infos by their key (`_info_key`), shared with op_infos."""
+    return {}
 
 
 def _build(ctx: Context, op: int) -> OpInfo:
@@ -229,11 +228,11 @@ def op_info(ctx: Context, op: int) -> OpInfo:
     op seen with the same info: use them as representatives only."""
     if op == NONE:
         return _NO_OP
-    cache: dict[tuple[int, ...], OpInfo] = ctx.cache.setdefault("op_info", {})
+    known = ctx.memo.get(_op_info_memo, ctx)
     key = _info_key(op_arrays(ctx), op)
-    got = cache.get(key)
+    got = known.get(key)
     if got is None:
-        got = cache[key] = _build(ctx, op)
+        got = known[key] = _build(ctx, op)
     return got
 
 
@@ -258,14 +257,14 @@ def op_infos(ctx: Context, ops: np.ndarray) -> tuple[np.ndarray, list[OpInfo]]:
     ids, first = factorize(cols)
     # The cache key of each group's first op, read off the columns in bulk (op_info's key:
     # _info_key of a linked op is exactly its row of `cols`).
-    cache: dict[tuple[int, ...], OpInfo] = ctx.cache.setdefault("op_info", {})
+    known = ctx.memo.get(_op_info_memo, ctx)
     infos = []
     for op, key in zip(ops[first].tolist(), zip(*(c[first].tolist() for c in cols))):
         if op == NONE:
             infos.append(_NO_OP)
             continue
-        got = cache.get(key)
+        got = known.get(key)
         if got is None:
-            got = cache[key] = _build(ctx, op)
+            got = known[key] = _build(ctx, op)
         infos.append(got)
     return ids, infos

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from perflint.facts import Context
+from perflint.memo import once
 from perflint.metrics.intervals import clip_length, merge, reduce_at
 from perflint.metrics.steps import clipped, launch_ts, step_of
 from perflint.model import GPU_SYNC
@@ -39,14 +40,12 @@ def overlap(a: Spans, b: Spans, lo: float = -np.inf, hi: float = np.inf, ab: Spa
     return max(0.0, length(a, lo, hi) + length(b, lo, hi) - length(ab, lo, hi))
 
 
+@once
 def step_windows(ctx: Context) -> list[tuple[float, float]]:
     """The analysis steps as the TensorBoard plugin times them (`update_steps_consider_device_side`):
     a step ends when the host step ends or when the last GPU work it launched ends, whichever is
     later, and starts no earlier than the previous step's end. Time shares then stay <= 100% even
     when the GPU runs far behind the CPU."""
-    got = ctx.cache.get("step_windows")
-    if got is not None:
-        return got  # type: ignore[no-any-return]
     t = ctx.trace
     g = t.gpu
     every = t.steps
@@ -66,5 +65,4 @@ def step_windows(ctx: Context) -> list[tuple[float, float]]:
         prev = hi
         if id(s) in wanted:
             out.append(clipped(t, lo, hi))
-    ctx.cache["step_windows"] = out
     return out

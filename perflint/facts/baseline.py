@@ -1,18 +1,13 @@
 """`baseline`: regression rows, this trace against its baseline snapshot.
 
-The baseline for a trace is put in `trace.cache["baseline"]` by the check command (matched by
-rank); rules of this scope are skipped, with the reason, when there is none or when either
-side has too few analysis steps for a significance test.
+The check gives a trace's context its baseline (`Context.baseline`, matched by rank); rules of
+this scope are skipped, with the reason, when there is none or when either side has too few
+analysis steps for a significance test.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from perflint.facts import Context, Row, capability, fact
-from perflint.facts._compare import compare
-from perflint.facts._snapshot import trace_snapshot
-from perflint.model import Trace
+from perflint.facts import Context, Row, context_capability, fact
 
 MIN_STEPS = 4  # one-sided exact Mann-Whitney with 4 vs 4 samples can reach p = 1/70
 
@@ -43,23 +38,20 @@ FIELDS = {
 }
 
 
-def _baseline(t: Trace) -> dict[str, Any] | None:
-    b = t.cache.get("baseline")
-    return b if isinstance(b, dict) else None
+NO_BASELINE = "no baseline given (use --baseline FILE|TRACE|DIR)"
 
 
-@capability("baseline", "a baseline was given (--baseline)")
-def _has_baseline(t: Trace) -> str | None:
-    return None if _baseline(t) is not None else "no baseline given (use --baseline FILE|TRACE|DIR)"
+@context_capability("baseline", "a baseline was given (--baseline)")
+def _has_baseline(ctx: Context) -> str | None:
+    return None if ctx.baseline is not None else NO_BASELINE
 
 
-@capability("baseline_steps", "the baseline and the trace both have analysis steps to compare")
-def _enough_steps(t: Trace) -> str | None:
-    b = _baseline(t)
-    if b is None:
-        return "no baseline given (use --baseline FILE|TRACE|DIR)"
-    nb = len(b.get("steps", []))
-    nc = int(t.cache.get("analysis_steps_n", 0))
+@context_capability("baseline_steps", "the baseline and the trace both have analysis steps to compare")
+def _enough_steps(ctx: Context) -> str | None:
+    if ctx.baseline is None:
+        return NO_BASELINE
+    nb = ctx.baseline.steps
+    nc = len(ctx.steps)
     if nb < MIN_STEPS or nc < MIN_STEPS:
         return (
             f"needs at least {MIN_STEPS} analysis steps in both baseline and current trace for a significance "
@@ -71,28 +63,4 @@ def _enough_steps(t: Trace) -> str | None:
 @fact("baseline", key=("metric", "key"), fields=FIELDS)
 def baseline_rows(ctx: Context) -> list[Row]:
     """Metric-by-metric comparison with the baseline snapshot."""
-    base = _baseline(ctx.trace)
-    if base is None:
-        return []
-    return compare(base, current_snapshot(ctx))
-
-
-def current_snapshot(ctx: Context) -> dict[str, Any]:
-    snap = ctx.cache.get("snapshot")
-    if snap is None:
-        snap = trace_snapshot(ctx)
-        ctx.cache["snapshot"] = snap
-    return snap
-
-
-IDENTITY_FIELDS = ("device", "compute_capability", "cuda_runtime_version", "hip_runtime_version")
-
-
-def identity_mismatch(base: dict[str, Any], cur: dict[str, Any]) -> str | None:
-    """Why two snapshots are not comparable (another device or software stack), or None."""
-    diffs = []
-    for k in IDENTITY_FIELDS:
-        b, c = base.get(k), cur.get(k)
-        if b is not None and c is not None and b != c:
-            diffs.append(f"{k} {b!r} vs {c!r}")
-    return "; ".join(diffs) or None
+    return [] if ctx.baseline is None else ctx.baseline.compare(ctx)

@@ -55,7 +55,11 @@ def comm_mask(t: Trace) -> np.ndarray:
 
 def host_collectives(t: Trace) -> np.ndarray:
     """Op rows of collectives the host ran itself (gloo)."""
-    return ops_named(t, "host_collectives", lambda name: name.startswith(_HOST_COLLECTIVE))
+    return ops_named(t, _is_host_collective)
+
+
+def _is_host_collective(name: str) -> bool:
+    return name.startswith(_HOST_COLLECTIVE)
 
 
 @capability("communication", "the trace has communication (NCCL/RCCL kernels or gloo collectives)")

@@ -45,7 +45,7 @@ def is_dataloader_name(name: str) -> bool:
 
 def dataloader_ops(t: Trace) -> np.ndarray:
     """Indices of data-loader ops (CPU ops or annotations), cached on the trace."""
-    return ops_named(t, "dataloader_ops", is_dataloader_name)
+    return ops_named(t, is_dataloader_name)
 
 
 @capability("dataloader", "the trace has data-loader ops (or the format's data waits)")

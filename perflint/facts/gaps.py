@@ -18,7 +18,7 @@ from perflint.facts._optree import op_arrays, stack_names
 from perflint.facts.steps import GAP_FLOOR_US, busy_intervals, device_work, window_gaps, windows
 from perflint.graph.build import is_step_marker, ops_by_thread_ts
 from perflint.ids import distinct
-from perflint.model import NONE, Trace
+from perflint.model import NONE
 
 FIELDS = {
     "op": "innermost CPU op running on the launching thread when the GPU went idle (null: none)",
@@ -36,16 +36,13 @@ FIELDS = {
 }
 
 
-def _ops_on_threads(t: Trace, cache: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _ops_on_threads(ctx: Context) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Ops sorted by (thread, ts, -dur), with their threads and start times in that order."""
-    got = cache.get("ops_by_thread_ts")
-    if got is None:
-        order = ops_by_thread_ts(t)  # link sorted them so (no NaN there: same order)
-        if order is None or np.isnan(t.ops.ts).any() or np.isnan(t.ops.dur).any():
-            order = _by_thread_ts(t.ops.thread, t.ops.ts, t.ops.dur)
-        got = (order, t.ops.thread[order], t.ops.ts[order])
-        cache["ops_by_thread_ts"] = got
-    return got
+    t = ctx.trace
+    order = ops_by_thread_ts(t)  # link sorted them so (no NaN there: same order)
+    if order is None or np.isnan(t.ops.ts).any() or np.isnan(t.ops.dur).any():
+        order = _by_thread_ts(t.ops.thread, t.ops.ts, t.ops.dur)
+    return order, t.ops.thread[order], t.ops.ts[order]
 
 
 def _by_thread_ts(thread: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
@@ -78,7 +75,7 @@ def _ops_at(ctx: Context, threads: np.ndarray, when: np.ndarray) -> list[int]:
     ask = np.flatnonzero(threads != NONE)
     if len(ask) == 0 or len(ops) == 0:
         return out
-    order, s_thr, s_ts = _ops_on_threads(t, ctx.cache)
+    order, s_thr, s_ts = ctx.memo.get(_ops_on_threads, ctx)
     cand = np.full(len(when), NONE, dtype=np.int64)
     for th in distinct(threads[ask]):
         q = ask[threads[ask] == th]

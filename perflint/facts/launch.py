@@ -20,6 +20,7 @@ from perflint.facts._common import gpu_utilization, op_infos, steps_time_us, win
 from perflint.facts._group import Groups, dense_ids, group_medians, id_table, sums
 from perflint.facts.apis import is_kernel_launch, is_launch
 from perflint.facts.steps import busy_intervals, window_gaps, windows
+from perflint.memo import once
 from perflint.metrics.intervals import merge
 from perflint.metrics.steps import step_of
 from perflint.model import GPU_SYNC, KERNEL, NONE
@@ -54,11 +55,9 @@ def window_span_us(ctx: Context) -> float | None:
     return span or None
 
 
+@once
 def _launches(ctx: Context) -> dict[str, np.ndarray]:
     """Per launch call in the window: runtime index, GPU time launched, first GPU start."""
-    got = ctx.cache.get("launches")
-    if got is not None:
-        return got  # type: ignore[no-any-return]
     t = ctx.trace
     rt, g = t.runtime, t.gpu
     n = len(rt)
@@ -81,15 +80,13 @@ def _launches(ctx: Context) -> dict[str, np.ndarray]:
     is_api = id_table(rt.name, lambda i: is_launch(t.s(i)), dtype=bool, fill=False)[rt.name + 1] if n else has
     sel = np.flatnonzero(has | is_api)
     sel = sel[runtime_in_window(ctx, sel)]
-    got = {
+    return {
         "idx": sel,
         "gpu_time": gpu_time[sel],
         # HTA's documented launch delay: kernel start - end of the launch call (nan: GPU side missing)
         "delay": first_start[sel] - (rt.ts[sel] + rt.dur[sel]),
         "kernels": kernels[sel],
     }
-    ctx.cache["launches"] = got
-    return got
 
 
 GROUP_FIELDS = {

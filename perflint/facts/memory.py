@@ -86,11 +86,7 @@ def memory_rows(t: Trace) -> list[Row]:
 @fact("device_memory", key=("device_id",), fields=FIELDS)
 def device_memory(ctx: Context) -> list[Row]:
     """One row per GPU with [memory] events: its peak allocated memory vs its capacity."""
-    got = ctx.cache.get("device_memory_rows")
-    if got is None:
-        got = memory_rows(ctx.trace)
-        ctx.cache["device_memory_rows"] = got
-    return [dict(r) for r in got]
+    return [dict(r) for r in ctx.trace.memo.get(memory_rows, ctx.trace)]
 
 
 TRACE_FIELDS = {"peak_memory_pct": "highest peak allocated / device memory over the trace's GPUs, %"}
@@ -98,9 +94,6 @@ TRACE_FIELDS = {"peak_memory_pct": "highest peak allocated / device memory over 
 
 @enricher("trace", fields=TRACE_FIELDS)
 def _enrich(ctx: Context, row: Row) -> dict[str, Any]:
-    got = ctx.cache.get("device_memory_rows")
-    if got is None:
-        got = memory_rows(ctx.trace)
-        ctx.cache["device_memory_rows"] = got
+    got = ctx.trace.memo.get(memory_rows, ctx.trace)
     pcts = [r["peak_pct"] for r in got if r["peak_pct"] is not None]
     return {"peak_memory_pct": max(pcts) if pcts else None}

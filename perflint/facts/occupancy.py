@@ -30,6 +30,10 @@ FIELDS = {
 }
 
 
+def _occupancy_of_config(ctx: Context, config: tuple[Any, Any, Any]) -> Occupancy | None:
+    return device_occupancy(primary_device(ctx), *config)
+
+
 @enricher("kernel_groups", fields=FIELDS)
 def launch_config(ctx: Context, row: Row) -> Row:
     dev = primary_device(ctx)
@@ -38,12 +42,7 @@ def launch_config(ctx: Context, row: Row) -> Row:
     out["warp_size"] = warp
     tpb, blocks, sms = row.get("threads_per_block"), row.get("blocks"), row.get("sm_count")
     # Kernel groups share a few launch configurations: one occupancy computation per config.
-    memo: dict[tuple[Any, ...], Occupancy | None] = ctx.cache.setdefault("occupancy_of_config", {})
-    config = (tpb, row.get("registers"), row.get("shared_memory"))
-    if config in memo:
-        occ = memo[config]
-    else:
-        occ = memo[config] = device_occupancy(dev, *config)
+    occ = ctx.memo.keyed(_occupancy_of_config, ctx, (tpb, row.get("registers"), row.get("shared_memory")))
     grid_fill = row.get("blocks_per_sm")
     if grid_fill is None and blocks and sms:
         grid_fill = blocks / sms

@@ -40,11 +40,12 @@ FIELDS = {
 }
 
 
+def _device_part(ctx: Context) -> Match:
+    return device_part(primary_device(ctx))
+
+
 def _part(ctx: Context) -> Match:
-    got = ctx.cache.get("device_part")
-    if got is None:
-        got = ctx.cache["device_part"] = device_part(primary_device(ctx))
-    return got  # type: ignore[no-any-return]
+    return ctx.memo.get(_device_part, ctx)
 
 
 def _min_elems(row: Row) -> float | None:

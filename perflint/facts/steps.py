@@ -18,6 +18,7 @@ import numpy as np
 
 from perflint.facts import Context, Row, enricher, fact
 from perflint.facts._spans import step_windows
+from perflint.memo import once
 from perflint.metrics.intervals import clip_length, merge
 from perflint.metrics.stats import np_median
 from perflint.metrics.steps import clipped, launch_ts, step_of
@@ -67,10 +68,8 @@ def device_work(t: Trace) -> np.ndarray:
     return work
 
 
+@once
 def windows(ctx: Context) -> list[Window]:
-    got = ctx.cache.get("b1_windows")
-    if got is not None:
-        return got  # type: ignore[no-any-return]
     t = ctx.trace
     g = t.gpu
     work = device_work(t)
@@ -98,19 +97,15 @@ def windows(ctx: Context) -> list[Window]:
         rows = np.flatnonzero(work)
         lo, hi = float(g.ts[rows].min()), float((g.ts + g.dur)[rows].max())
         out.append(Window(None, lo, hi, hi - lo, -1, rows))
-    ctx.cache["b1_windows"] = out
     return out
 
 
+@once
 def busy_intervals(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
     """Merged intervals of all GPU work on the device (the complement is idle)."""
-    got = ctx.cache.get("b1_busy")
-    if got is None:
-        t = ctx.trace
-        work = device_work(t)
-        got = merge(t.gpu.ts[work], (t.gpu.ts + t.gpu.dur)[work])
-        ctx.cache["b1_busy"] = got
-    return got
+    t = ctx.trace
+    work = device_work(t)
+    return merge(t.gpu.ts[work], (t.gpu.ts + t.gpu.dur)[work])
 
 
 def window_gaps(ms: np.ndarray, me: np.ndarray, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Callable, TypeVar
+from typing import Callable
 
 import numpy as np
 
@@ -20,7 +20,6 @@ from perflint.graph.intervals import enclosing, nest
 from perflint.ids import distinct, isin_ids
 from perflint.model import NONE, OP_CPU, Step, Trace
 
-T = TypeVar("T")
 _STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 _PYFN_RE = re.compile(r"^(.*)\((\d+)\): (.*)$")
 # Top-level packages whose frames are framework plumbing, not where a user would fix their model.
@@ -59,10 +58,10 @@ def link(trace: Trace) -> Trace:
     ops, rt, gpu = trace.ops, trace.runtime, trace.gpu
     parent, depth, order = nest(ops.thread, ops.ts, ops.dur)
     ops.parent, ops.depth = parent, depth
-    trace.cache["_graph_op_order"] = (ops.thread, ops.ts, ops.dur, order)
+    trace.memo.put(ops_by_thread_ts, order, (ops.thread, ops.ts, ops.dur))
     rt.op = enclosing(ops.thread, ops.ts, ops.dur, parent, order, rt.thread, rt.ts)
     gpu.launch, unique = _match_correlation(rt.correlation, gpu.correlation)
-    trace.cache["_graph_corr_unique"] = (rt.correlation, gpu.correlation, gpu.launch, unique)
+    trace.memo.put(unique_correlation_launch, gpu.launch if unique else None, (rt.correlation, gpu.correlation, gpu.launch))
     _link_counter_ranges(trace)
     _link_forward(trace)
     _sources(trace)
@@ -95,22 +94,16 @@ def _match_correlation(rt_corr: np.ndarray, gpu_corr: np.ndarray) -> tuple[np.nd
 def ops_by_thread_ts(trace: Trace) -> np.ndarray | None:
     """The ops in np.lexsort((-dur, ts, thread)) order, as the nesting step sorted them (None when
     the columns changed since, or never went through link)."""
-    got = trace.cache.get("_graph_op_order")
     ops = trace.ops
-    if got is None or got[0] is not ops.thread or got[1] is not ops.ts or got[2] is not ops.dur:
-        return None
-    return got[3]  # type: ignore[no-any-return]
+    return trace.memo.peek(ops_by_thread_ts, (ops.thread, ops.ts, ops.dur))
 
 
 def unique_correlation_launch(trace: Trace) -> np.ndarray | None:
     """gpu.launch when it is the whole correlation match: no two runtime calls share a
     correlation id, so a GPU row's id (other than NONE) occurs on its launch call and on no other
     runtime call. None when that is not known (ids repeat, or the columns changed since link)."""
-    got = trace.cache.get("_graph_corr_unique")
     rt, gpu = trace.runtime, trace.gpu
-    if got is None or got[0] is not rt.correlation or got[1] is not gpu.correlation or got[2] is not gpu.launch:
-        return None
-    return gpu.launch if got[3] else None
+    return trace.memo.peek(unique_correlation_launch, (rt.correlation, gpu.correlation, gpu.launch))
 
 
 def _link_counter_ranges(trace: Trace) -> None:
@@ -190,15 +183,6 @@ def _link_forward(trace: Trace) -> None:
     ops.fwd_op[bwd_idx] = match
 
 
-def _cached(trace: Trace, name: str, deps: tuple[object, ...], make: Callable[[], T]) -> T:
-    """A derived value kept in trace.cache while its sources are the same objects (ints: equal)."""
-    got = trace.cache.get(name)
-    if got is None or any(a is not b and not (type(a) is int and a == b) for a, b in zip(got[0], deps)):
-        got = (deps, make())
-        trace.cache[name] = got
-    return got[1]
-
-
 def _first_on_chain(parent: np.ndarray, value: np.ndarray) -> np.ndarray:
     """Per node: `value` of the nearest node on its chain to the root (itself first) whose value is
     not NONE, else NONE. Pointer jumping: O(n log depth)."""
@@ -218,20 +202,23 @@ def _first_on_chain(parent: np.ndarray, value: np.ndarray) -> np.ndarray:
 def forward_ops(trace: Trace) -> np.ndarray:
     """`forward_op` of every op (int64, NONE for forward ops), cached."""
     ops = trace.ops
-    return _cached(trace, "_graph_forward", (ops.parent, ops.fwd_op), lambda: _first_on_chain(ops.parent, ops.fwd_op))
+    return trace.memo.fresh(_forward_ops, trace, (ops.parent, ops.fwd_op))
+
+
+def _forward_ops(trace: Trace) -> np.ndarray:
+    return _first_on_chain(trace.ops.parent, trace.ops.fwd_op)
+
+
+def _forward_list(trace: Trace) -> list[int]:
+    return forward_ops(trace).tolist()  # type: ignore[no-any-return]
 
 
 def forward_op(trace: Trace, op: int) -> int:
     """The forward op a (possibly nested) backward op belongs to, or NONE."""
     if op < 0:
         return NONE
-    # Called per op by fact sources: the cache check is inlined (identity of the source arrays).
     ops = trace.ops
-    got = trace.cache.get("_graph_forward_list")
-    if got is None or got[0] is not ops.parent or got[1] is not ops.fwd_op:
-        got = (ops.parent, ops.fwd_op, forward_ops(trace).tolist())
-        trace.cache["_graph_forward_list"] = got
-    return got[2][op]  # type: ignore[no-any-return]
+    return trace.memo.fresh(_forward_list, trace, (ops.parent, ops.fwd_op))[op]
 
 
 def _sources(trace: Trace) -> None:
@@ -297,7 +284,7 @@ def _user_frames(trace: Trace, sid: Callable[[str], int]) -> _UserFrames | None:
     keep = np.flatnonzero(isin_ids(py.name, np.fromiter(user_sid, dtype=np.int32)))
     src = np.asarray([user_sid[n] for n in py.name[keep].tolist()], dtype=np.int32)
     frames = _UserFrames(py.thread[keep], py.ts[keep], py.dur[keep], src)
-    trace.cache["_graph_user_frames"] = frames
+    trace.memo.put(_user_frames, frames, ())
     return frames
 
 
@@ -307,14 +294,15 @@ def runtime_source(trace: Trace) -> np.ndarray:
     torch.cuda.synchronize() called in the step (only the ProfilerStep annotation around it), the
     allocator's cudaFree under torch.cuda.empty_cache()."""
 
-    def make() -> np.ndarray:
-        rt = trace.runtime
-        frames = trace.cache.get("_graph_user_frames")
-        if frames is None or not len(rt):
-            return np.full(len(rt), NONE, dtype=np.int32)
-        return frames.source_at(rt.thread, rt.ts)
+    return trace.memo.fresh(_runtime_source, trace, (trace.runtime.ts,))
 
-    return _cached(trace, "_graph_runtime_source", (trace.runtime.ts,), make)
+
+def _runtime_source(trace: Trace) -> np.ndarray:
+    rt = trace.runtime
+    frames = trace.memo.peek(_user_frames, ())
+    if frames is None or not len(rt):
+        return np.full(len(rt), NONE, dtype=np.int32)
+    return frames.source_at(rt.thread, rt.ts)
 
 
 def _steps(trace: Trace) -> list[Step]:
@@ -336,13 +324,12 @@ def _steps(trace: Trace) -> list[Step]:
 
 
 def _parents(trace: Trace) -> list[int]:
-    """ops.parent as a Python list, cached while the array is the same object (walks are hot)."""
-    parent = trace.ops.parent
-    got = trace.cache.get("_graph_parents")
-    if got is None or got[0] is not parent:
-        got = (parent, parent.tolist())
-        trace.cache["_graph_parents"] = got
-    return got[1]  # type: ignore[no-any-return]
+    """ops.parent as a Python list, kept while the array is the same object (walks are hot)."""
+    return trace.memo.fresh(_parent_list, trace, (trace.ops.parent,))
+
+
+def _parent_list(trace: Trace) -> list[int]:
+    return trace.ops.parent.tolist()  # type: ignore[no-any-return]
 
 
 def op_chain(trace: Trace, op: int) -> list[int]:
@@ -363,35 +350,30 @@ def is_step_marker(trace: Trace, op: int) -> bool:
 def stack_member(trace: Trace) -> np.ndarray:
     """Per op: a cpu_op that is not a ProfilerStep marker (cached while the columns are the same)."""
     ops = trace.ops
+    return trace.memo.fresh(_stack_member, trace, (ops.kind, ops.name, len(trace.strings)))
 
-    def make() -> np.ndarray:
-        marker = np.asarray([s.startswith("ProfilerStep#") for s in trace.strings], dtype=bool)
-        return (ops.kind == OP_CPU) & ~marker[ops.name] if len(ops) else np.zeros(0, dtype=bool)
 
-    return _cached(trace, "_graph_stack_member_arr", (ops.kind, ops.name, len(trace.strings)), make)
+def _stack_member(trace: Trace) -> np.ndarray:
+    ops = trace.ops
+    marker = np.asarray([s.startswith("ProfilerStep#") for s in trace.strings], dtype=bool)
+    return (ops.kind == OP_CPU) & ~marker[ops.name] if len(ops) else np.zeros(0, dtype=bool)
 
 
 def _stack_links(trace: Trace) -> tuple[list[int], list[int]]:
     """Per op: the nearest stack member on its chain (itself first), and per member its nearest
-    member ancestor, as lists (NONE where none): op_stack walks members only. The cache check is
-    inlined: op_stack runs once per launch site."""
+    member ancestor, as lists (NONE where none): op_stack walks members only, once per launch site."""
     ops = trace.ops
-    got = trace.cache.get("_graph_stack_links")
-    if (
-        got is None
-        or got[0] is not ops.parent
-        or got[1] is not ops.kind
-        or got[2] is not ops.name
-        or got[3] != len(trace.strings)
-    ):
-        member = stack_member(trace)
-        near = _first_on_chain(ops.parent, np.where(member, np.arange(len(ops)), NONE))
-        up = np.full(len(ops), NONE, dtype=np.int64)
-        has = ops.parent != NONE
-        up[has] = near[ops.parent[has]]
-        got = (ops.parent, ops.kind, ops.name, len(trace.strings), near.tolist(), up.tolist())
-        trace.cache["_graph_stack_links"] = got
-    return got[4], got[5]
+    return trace.memo.fresh(_stack_link_lists, trace, (ops.parent, ops.kind, ops.name, len(trace.strings)))
+
+
+def _stack_link_lists(trace: Trace) -> tuple[list[int], list[int]]:
+    ops = trace.ops
+    member = stack_member(trace)
+    near = _first_on_chain(ops.parent, np.where(member, np.arange(len(ops)), NONE))
+    up = np.full(len(ops), NONE, dtype=np.int64)
+    has = ops.parent != NONE
+    up[has] = near[ops.parent[has]]
+    return near.tolist(), up.tolist()
 
 
 def op_stack(trace: Trace, op: int) -> list[int]:
@@ -412,23 +394,22 @@ def op_stack(trace: Trace, op: int) -> list[int]:
 def top_ops(trace: Trace) -> np.ndarray:
     """Per op: `op_stack(trace, op)[0]`, the outermost stack member on its chain (NONE if none).
     int64, cached; index it with an op array to get many launches' top-level ops at once."""
+    return trace.memo.fresh(_top_ops, trace, (trace.ops.parent, stack_member(trace)))
+
+
+def _top_ops(trace: Trace) -> np.ndarray:
     ops = trace.ops
-    member = stack_member(trace)
-
-    def make() -> np.ndarray:
-        best = np.where(member, np.arange(len(ops)), NONE).astype(np.int64)
-        jp = ops.parent.astype(np.int64)
-        live = np.flatnonzero(jp != NONE)
-        while len(live):
-            j = jp[live]
-            bj = best[j]
-            # best[i]: the outermost member from i up to (not including) jp[i].
-            best[live] = np.where(bj != NONE, bj, best[live])
-            jp[live] = jp[j]
-            live = live[jp[live] != NONE]
-        return best
-
-    return _cached(trace, "_graph_top_ops", (ops.parent, member), make)
+    best = np.where(stack_member(trace), np.arange(len(ops)), NONE).astype(np.int64)
+    jp = ops.parent.astype(np.int64)
+    live = np.flatnonzero(jp != NONE)
+    while len(live):
+        j = jp[live]
+        bj = best[j]
+        # best[i]: the outermost member from i up to (not including) jp[i].
+        best[live] = np.where(bj != NONE, bj, best[live])
+        jp[live] = jp[j]
+        live = live[jp[live] != NONE]
+    return best
 
 
 def top_ops_of(trace: Trace, op: np.ndarray) -> np.ndarray:

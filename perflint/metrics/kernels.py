@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from perflint.ids import unique_inverse
+from perflint.memo import once
 from perflint.metrics.kernel_class import classify_kernel
 from perflint.model import GPU_SYNC, KERNEL, MEMCPY, MEMSET, Trace
 
@@ -55,10 +56,8 @@ class KernelClasses:
     tensor_core: np.ndarray  # int8: 1 yes, 0 no, -1 not a matrix kernel
 
 
+@once
 def classify(trace: Trace) -> KernelClasses:
-    cached = trace.cache.get("classes")
-    if cached is not None:
-        return cached  # type: ignore[no-any-return]
     g = trace.gpu
     n = len(g)
     category = np.full(n, CAT_INDEX["other"], dtype=np.int8)
@@ -82,6 +81,4 @@ def classify(trace: Trace) -> KernelClasses:
         # NCCL kernels that carry collective args are communication whatever their name says.
         comm = kern & (g.collective >= 0)
         category[comm] = CAT_INDEX["communication"]
-    out = KernelClasses(category=category, tensor_core=tc)
-    trace.cache["classes"] = out
-    return out
+    return KernelClasses(category=category, tensor_core=tc)

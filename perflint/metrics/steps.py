@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from perflint.memo import once
 from perflint.model import NONE, Step, Trace
 
 
@@ -18,16 +19,13 @@ def analysis_steps(trace: Trace, include_edges: bool = False) -> list[Step]:
     return list(steps[1:-1])
 
 
+@once
 def launch_ts(trace: Trace) -> np.ndarray:
     """CPU time at which each GPU activity was launched (its own start when unlinked)."""
-    cached = trace.cache.get("launch_ts")
-    if cached is not None:
-        return cached  # type: ignore[no-any-return]
     g = trace.gpu
     out = g.ts.copy()
     linked = g.launch != NONE
     out[linked] = trace.runtime.ts[g.launch[linked]]
-    trace.cache["launch_ts"] = out
     return out
 
 
@@ -46,13 +44,11 @@ def step_of(trace: Trace, steps: list[Step], when: np.ndarray) -> np.ndarray:
     return out
 
 
+@once
 def recorded_span(trace: Trace) -> tuple[float, float] | None:
     """First start and last end of what the trace recorded besides its step markers (ops,
     runtime calls, GPU work, Python functions). A ProfilerStep marker can outlast the recorded events (the profiler
     stopped, or the file was trimmed): time past them is not known to be idle."""
-    cached = trace.cache.get("recorded_span", False)
-    if cached is not False:
-        return cached  # type: ignore[no-any-return]
     markers = np.zeros(len(trace.ops), dtype=bool)
     for s in trace.steps:
         markers[s.op] = True
@@ -68,9 +64,7 @@ def recorded_span(trace: Trace) -> tuple[float, float] | None:
         if len(ts):
             lo = min(lo, float(np.nanmin(ts)))
             hi = max(hi, float(np.nanmax(ts + dur)))
-    out = (lo, hi) if hi >= lo else None
-    trace.cache["recorded_span"] = out
-    return out
+    return (lo, hi) if hi >= lo else None
 
 
 def clipped(trace: Trace, lo: float, hi: float) -> tuple[float, float]:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from perflint.ids import distinct
+from perflint.memo import once
 from perflint.metrics.intervals import covered_before, merge, reduce_at
 from perflint.model import KERNEL, MEMCPY, MEMSET, NONE, OP_CPU, Trace
 
@@ -41,17 +42,14 @@ def tb_window(trace: Trace) -> tuple[float, float] | None:
     return None if steps is None else (float(steps[0][0]), float(steps[1][-1]))
 
 
+@once
 def tb_steps(trace: Trace) -> tuple[np.ndarray, np.ndarray] | None:
     """The plugin's steps: starts and ends of each ProfilerStep kept, extended to its device work
     (or the CPU op span as one step without steps); None without steps and CPU ops."""
-    cached = trace.cache.get("tb_steps", False)
-    if cached is not False:
-        return cached  # type: ignore[no-any-return]
     starts, ends = _host_steps(trace)
     got: tuple[np.ndarray, np.ndarray] | None = None
     if len(starts):
         got = _extend_to_device(trace, starts.astype(np.float64), ends.astype(np.float64))
-    trace.cache["tb_steps"] = got
     return got
 
 
@@ -177,17 +175,19 @@ def gpu_metrics(trace: Trace, device: int | None = None) -> dict[str, float | No
 
 
 def gpu_summary(trace: Trace) -> dict[str, float | None]:
-    """The `gpu.*` keys of `perflint summary`, in percent. Kept in trace.cache (the summary and
-    the fact sources both ask); callers get their own copy."""
-    got = trace.cache.get("gpu_summary")
-    if got is None:
-        m = gpu_metrics(trace)
-        got = trace.cache["gpu_summary"] = {
-            "utilization_pct": None if m["utilization"] is None else 100.0 * m["utilization"],
-            "sm_efficiency_pct": None if m["sm_efficiency"] is None else 100.0 * m["sm_efficiency"],
-            "achieved_occupancy_pct": m["achieved_occupancy"],
-        }
-    return dict(got)
+    """The `gpu.*` keys of `perflint summary`, in percent. Computed once per trace (the summary
+    and the fact sources both ask); callers get their own copy."""
+    return dict(_gpu_summary(trace))
+
+
+@once
+def _gpu_summary(trace: Trace) -> dict[str, float | None]:
+    m = gpu_metrics(trace)
+    return {
+        "utilization_pct": None if m["utilization"] is None else 100.0 * m["utilization"],
+        "sm_efficiency_pct": None if m["sm_efficiency"] is None else 100.0 * m["sm_efficiency"],
+        "achieved_occupancy_pct": m["achieved_occupancy"],
+    }
 
 
 def profiler_range(trace: Trace) -> tuple[float, float] | None:

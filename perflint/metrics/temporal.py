@@ -25,6 +25,7 @@ import numpy as np
 
 from perflint.graph.build import unique_correlation_launch
 from perflint.ids import unique_inverse
+from perflint.memo import once
 from perflint.metrics.intervals import merge
 from perflint.model import NONE, Trace
 
@@ -175,11 +176,9 @@ def _isin_sorted(values: np.ndarray, members: np.ndarray) -> np.ndarray:
     return s[pos] == values  # type: ignore[no-any-return]
 
 
+@once
 def hta_temporal(trace: Trace) -> TemporalBreakdown | None:
     """HTA's temporal breakdown in µs; None when there is no device activity (HTA raises there)."""
-    cached = trace.cache.get("hta_temporal", False)
-    if cached is not False:
-        return cached  # type: ignore[no-any-return]
     g = trace.gpu
     rounded = hta_rounds(trace)
     mask, filtered = hta_device_mask(trace, rounded)
@@ -208,7 +207,6 @@ def hta_temporal(trace: Trace) -> TemporalBreakdown | None:
             step_filter=filtered,
             device_events=int(mask.sum()),
         )
-    trace.cache["hta_temporal"] = out
     return out
 
 

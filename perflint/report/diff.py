@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from perflint.facts._compare import SCALARS
+from perflint.baseline.compare import SCALARS
 
 # kind -> (absolute minimum, minimum % of the baseline); a change must reach both to count.
 MIN_EFFECT: dict[str, tuple[float, float]] = {

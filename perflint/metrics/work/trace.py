@@ -23,10 +23,13 @@ _MATRIX = np.asarray([CAT_INDEX["gemm"], CAT_INDEX["conv"], CAT_INDEX["attention
 
 
 def _op_models(t: Trace) -> tuple[np.ndarray, list[Work]]:
-    """Per op: an index into the list of distinct Works (one model call per distinct key)."""
-    got = t.cache.get("_work_ops")
-    if got is not None and got[0] is t.ops.name:
-        return got[1], got[2]  # type: ignore[no-any-return]
+    """Per op: an index into the list of distinct Works (one model call per distinct key), kept
+    while the op table's columns are the same arrays."""
+    o = t.ops
+    return t.memo.fresh(_compute_op_models, t, (o.name, o.dims, o.types, o.concrete))
+
+
+def _compute_op_models(t: Trace) -> tuple[np.ndarray, list[Work]]:
     o = t.ops
     key = np.stack([o.name.astype(np.int64), o.dims.astype(np.int64), o.types.astype(np.int64), o.concrete.astype(np.int64)], axis=1)
     if len(key):
@@ -34,9 +37,7 @@ def _op_models(t: Trace) -> tuple[np.ndarray, list[Work]]:
     else:
         uniq, inv = np.zeros((0, 4), np.int64), np.zeros(0, np.int64)
     works = [_model(t, *row) for row in uniq.tolist()]
-    idx = inv.reshape(-1).astype(np.int64)
-    t.cache["_work_ops"] = (t.ops.name, idx, works)
-    return idx, works
+    return inv.reshape(-1).astype(np.int64), works
 
 
 def _decoded(t: Trace, sid: int) -> Any:

@@ -19,13 +19,24 @@ def add_html_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--html", default=None, metavar="FILE", help="also write a self-contained HTML report to FILE")
 
 
-def with_panels(fn: Any, args: argparse.Namespace, include_edge_steps: bool = False, summary: bool = False) -> Any:
-    """`fn` (a per-trace function) gathering the report's panels too when `args.html` asks for a report."""
+def with_panels(fn: Any, args: argparse.Namespace, include_edge_steps: bool = False) -> Any:
+    """`fn` (summary's per-trace function) gathering the report's panels too when `args.html` asks
+    for a report."""
     if not getattr(args, "html", None):
         return fn
-    from perflint.report.html.collect import SummaryWithPanels, WithPanels
+    from perflint.report.html.collect import SummaryWithPanels
 
-    return (SummaryWithPanels if summary else WithPanels)(fn, include_edge_steps)
+    return SummaryWithPanels(fn, include_edge_steps)
+
+
+def check_panels(args: argparse.Namespace) -> Any:
+    """What adds the report's panels to each checked trace's result (`extend` of a check run)
+    when `args.html` asks for a report, else None."""
+    if not getattr(args, "html", None):
+        return None
+    from perflint.report.html.collect import add_panels
+
+    return add_panels
 
 
 def write_check(path: str | None, result: RunResult) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from perflint.facts import Context
 from perflint.ids import unique_inverse
 from perflint.metrics.step_breakdown import step_breakdown
 from perflint.metrics.steps import analysis_steps
@@ -71,23 +72,22 @@ def _timeline(trace: Trace) -> dict[str, Any] | None:
     }
 
 
-def _baseline(trace: Trace, include_edge_steps: bool) -> dict[str, Any] | None:
+def _baseline(ctx: Context) -> dict[str, Any] | None:
     """Baseline samples beside the current ones and the regression statistics, when check ran
     with a baseline."""
-    base = trace.cache.get("baseline")
-    if not isinstance(base, dict):
-        return None
-    from perflint.facts import Context
-    from perflint.facts._snapshot import trace_snapshot
+    from perflint.baseline.trace_baseline import TraceBaseline
 
-    cur = trace_snapshot(Context(trace, include_edge_steps=include_edge_steps))
-    return comparison(base, cur)
+    if not isinstance(ctx.baseline, TraceBaseline):
+        return None
+    from perflint.baseline.snapshot import current_snapshot
+
+    return comparison(ctx.baseline.snapshot, current_snapshot(ctx))
 
 
 def comparison(base: dict[str, Any], cur: dict[str, Any], rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Per-step samples of both sides and the compare() rows (given, or computed here): what the
     before/after panel draws."""
-    from perflint.facts._compare import compare
+    from perflint.baseline.compare import compare
 
     keep = ("step_time_us", "gpu_busy_pct")
     return {
@@ -97,8 +97,10 @@ def comparison(base: dict[str, Any], cur: dict[str, Any], rows: list[dict[str, A
     }
 
 
-def panels(trace: Trace, include_edge_steps: bool = False, summary: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Everything the report draws for `trace`; `summary`: its `summarize` dict when already made."""
+def panels(ctx: Context, summary: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Everything the report draws for the context's trace; `summary`: its `summarize` dict when
+    already made."""
+    trace, include_edge_steps = ctx.trace, ctx.include_edge_steps
     summ = summary if summary is not None else summarize(trace, include_edge_steps=include_edge_steps)
     known = (summ.get("steps") or {}).get("breakdown")  # `perflint summary` has made it already
     breakdown, why = (known, None) if known is not None else step_breakdown(trace)
@@ -118,24 +120,16 @@ def panels(trace: Trace, include_edge_steps: bool = False, summary: dict[str, An
         "breakdown_why": why,
         "timeline": _timeline(trace),
         "ops": top_ops(trace),
-        "baseline": _baseline(trace, include_edge_steps),
+        "baseline": _baseline(ctx),
         "warnings": list(summ.get("warnings") or trace.warnings),
     }
 
 
-@dataclass(frozen=True)
-class WithPanels:
-    """A check's per-trace function that also gathers the report's panels onto its result
-    (picklable: it travels to worker processes)."""
-
-    fn: Any
-    include_edge_steps: bool
-
-    def __call__(self, trace: Trace) -> Any:
-        result = self.fn(trace)
-        made = {"device": result.device, **result.metrics, "warnings": result.warnings}  # summarize's, reused
-        setattr(result, PANELS_ATTR, panels(trace, self.include_edge_steps, made))
-        return result
+def add_panels(ctx: Context, result: Any) -> None:
+    """Gathers the report's panels onto a check's per-trace result (a module function: it travels
+    to worker processes)."""
+    made = {"device": result.device, **result.metrics, "warnings": result.warnings}  # summarize's, reused
+    setattr(result, PANELS_ATTR, panels(ctx, made))
 
 
 @dataclass(frozen=True)
@@ -147,5 +141,5 @@ class SummaryWithPanels:
 
     def __call__(self, trace: Trace) -> Any:
         out = self.fn(trace)
-        out["_html"] = panels(trace, self.include_edge_steps, out)
+        out["_html"] = panels(Context(trace, self.include_edge_steps), out)
         return out

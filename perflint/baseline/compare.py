@@ -1,15 +1,14 @@
 """Compare two trace snapshots metric by metric: medians, change in the bad direction,
-and a one-sided Mann-Whitney p-value over the per-step samples.
-
-Kernel groups are aligned by op stack and shapes first, then kernel name, so a launch whose
-kernel was renamed (another cuBLAS heuristic, a new library) is one changed row, not an
-add plus a delete.
+and a one-sided Mann-Whitney p-value over the per-step samples. Kernel groups are paired as
+`matching.pair_groups` pairs them.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from perflint.baseline.matching import pair_groups
+from perflint.baseline.snapshot import Snapshot
 from perflint.metrics.stats import mann_whitney_greater, median
 
 # metric -> (unit, True when higher is worse)
@@ -51,11 +50,7 @@ def _row(metric: str, key: str, base: list[float], cur: list[float], higher_is_w
     }
 
 
-def _op_key(g: dict[str, Any]) -> tuple[Any, ...]:
-    return (g.get("top_level_op"), g.get("op"), repr(g.get("input_dims")))
-
-
-def compare(base: dict[str, Any], cur: dict[str, Any]) -> list[dict[str, Any]]:
+def compare(base: Snapshot, cur: Snapshot) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     bs, cs = base["samples"], cur["samples"]
     for m, (_unit, hw) in SCALARS.items():
@@ -71,25 +66,9 @@ def compare(base: dict[str, Any], cur: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _group_rows(base: dict[str, Any], cur: dict[str, Any]) -> list[dict[str, Any]]:
-    bg: dict[str, dict[str, Any]] = dict(base.get("groups", {}))
-    cg: dict[str, dict[str, Any]] = dict(cur.get("groups", {}))
-    cur_total = sum(sum(g["time_us"]) for g in cg.values()) or 1.0
-    pairs: list[tuple[dict[str, Any] | None, dict[str, Any] | None, str | None]] = []
-    for k in list(cg):
-        if k in bg:
-            pairs.append((bg.pop(k), cg.pop(k), None))
-    by_op: dict[tuple[Any, ...], list[str]] = {}
-    for k, g in bg.items():
-        by_op.setdefault(_op_key(g), []).append(k)
-    for k, g in list(cg.items()):
-        cands = by_op.get(_op_key(g))
-        if cands:
-            bk = cands.pop(0)
-            b = bg.pop(bk)
-            pairs.append((b, cg.pop(k), b["kernel"]))
-    pairs.extend((None, g, None) for g in cg.values())
-    pairs.extend((g, None, None) for g in bg.values())
+def _group_rows(base: Snapshot, cur: Snapshot) -> list[dict[str, Any]]:
+    cur_total = sum(sum(g["time_us"]) for g in cur.get("groups", {}).values()) or 1.0
+    pairs = pair_groups(base, cur)
     rows = []
     for b, c, renamed_from in pairs:
         ref = c or b

@@ -12,13 +12,16 @@ from typing import Any
 import numpy as np
 
 from perflint import __version__
+from perflint.baseline.identity import device_identity
 from perflint.facts import Context
-from perflint.facts._common import kernel_op, op_info
+from perflint.facts._common import kernel_op
+from perflint.facts._optree import op_info
 from perflint.ids import isin_ids
+from perflint.memo import once
 from perflint.metrics.intervals import clip_length, merge
 from perflint.metrics.kernels import CATEGORIES, SYNC_CATEGORY, classify
 from perflint.metrics.steps import launch_ts, step_of
-from perflint.model import KERNEL, MEMCPY, Trace
+from perflint.model import KERNEL, MEMCPY
 
 SNAPSHOT_SCHEMA = "perflint-snapshot"
 SNAPSHOT_VERSION = 1
@@ -26,22 +29,22 @@ MIN_GROUP_SHARE_PCT = 0.1
 MAX_GROUPS = 300
 
 
-def identity(trace: Trace) -> dict[str, Any]:
-    dev = trace.primary_device
-    return {
-        "device": dev.name if dev else None,
-        "vendor": dev.vendor if dev else None,
-        "sm_count": dev.sm_count if dev else None,
-        "compute_capability": dev.cc_str if dev else None,
-        **{k: trace.meta.get(k) for k in ("cuda_runtime_version", "cuda_driver_version", "hip_runtime_version")},
-    }
+# One trace's snapshot (an entry of a snapshot document's "traces"), as JSON holds it.
+Snapshot = dict[str, Any]
 
 
 def group_key(top: str | None, op: str | None, dims: Any, kernel: str) -> str:
     return f"{top or '-'} | {op or '-'} | {dims!r} | {kernel}"
 
 
-def trace_snapshot(ctx: Context) -> dict[str, Any]:
+@once
+def current_snapshot(ctx: Context) -> Snapshot:
+    """The context's trace's snapshot, made once per context (the regression rules and the HTML
+    report both compare it)."""
+    return trace_snapshot(ctx)
+
+
+def trace_snapshot(ctx: Context) -> Snapshot:
     t = ctx.trace
     g = t.gpu
     steps = ctx.steps
@@ -83,7 +86,7 @@ def trace_snapshot(ctx: Context) -> dict[str, Any]:
     return {
         "path": t.path,
         "rank": t.rank,
-        "identity": identity(t),
+        "identity": device_identity(t),
         "steps": [s.number for s in steps],
         "samples": samples,
         "groups": groups,
@@ -124,7 +127,7 @@ def _groups(ctx: Context, step_idx: np.ndarray, n: int) -> dict[str, dict[str, A
     return keep
 
 
-def snapshot_document(traces: list[dict[str, Any]]) -> dict[str, Any]:
+def snapshot_document(traces: list[Snapshot]) -> dict[str, Any]:
     return {
         "schema": SNAPSHOT_SCHEMA,
         "schema_version": SNAPSHOT_VERSION,

@@ -1,5 +1,7 @@
-"""Which finding is which across runs: a finding's identity is its rule, its subject, the role of
-its trace and the trace's rank.
+"""What stays the same across runs: which finding is which, and whether two runs ran on the same
+device and software stack.
+
+A finding's identity is its rule, its subject, the role of its trace and the trace's rank.
 
 The subject is what the rule's fact source declares a row's key (op stack, kernel, shapes, source
 line, ...), never times or counts. A trace's ROLE is its path relative to the checked root (the
@@ -18,6 +20,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import orjson
+
+from perflint.model import Trace
 
 RUN_ROLE = "(all ranks)"  # the role of run-level (multi-rank) findings
 PATH_FIELDS = frozenset({"path"})  # subject fields that name a trace file
@@ -109,4 +113,41 @@ def legacy_fingerprint(code: str, subject_values: Iterable[Any], rank: int | Non
     return hashlib.sha1("\x1f".join(parts).encode()).hexdigest()[:20]
 
 
-__all__ = ["PATH_FIELDS", "RUN_ROLE", "fingerprint", "legacy_fingerprint", "normalize_name", "subject", "trace_role"]
+# What must match for two runs to be comparable (`device_mismatch`).
+DEVICE_FIELDS = ("device", "compute_capability", "cuda_runtime_version", "hip_runtime_version")
+
+
+def device_identity(trace: Trace) -> dict[str, Any]:
+    """The device and software stack a trace ran on, as a snapshot records it."""
+    dev = trace.primary_device
+    return {
+        "device": dev.name if dev else None,
+        "vendor": dev.vendor if dev else None,
+        "sm_count": dev.sm_count if dev else None,
+        "compute_capability": dev.cc_str if dev else None,
+        **{k: trace.meta.get(k) for k in ("cuda_runtime_version", "cuda_driver_version", "hip_runtime_version")},
+    }
+
+
+def device_mismatch(base: Mapping[str, Any], cur: Mapping[str, Any]) -> str | None:
+    """Why two runs' device identities are not comparable (another device or software stack), or None."""
+    diffs = []
+    for k in DEVICE_FIELDS:
+        b, c = base.get(k), cur.get(k)
+        if b is not None and c is not None and b != c:
+            diffs.append(f"{k} {b!r} vs {c!r}")
+    return "; ".join(diffs) or None
+
+
+__all__ = [
+    "DEVICE_FIELDS",
+    "PATH_FIELDS",
+    "RUN_ROLE",
+    "device_identity",
+    "device_mismatch",
+    "fingerprint",
+    "legacy_fingerprint",
+    "normalize_name",
+    "subject",
+    "trace_role",
+]
