@@ -93,6 +93,8 @@ _MEMORY: dict[str, tuple[Any, Any]] = {
     "total_reserved": (np.int64, -1), "device_type": (np.int16, -1), "device_id": (np.int16, -1),
 }  # fmt: skip
 _WIDE = {"grid", "block"}  # (n, 3)
+# Columns the graph step fills in: the only ones written after a reader is done.
+_FILLED = {"parent", "depth", "source", "fwd_op", "op", "launch"}
 
 
 def _columns(path: str, what: str, spec: dict[str, tuple[Any, Any]], cols: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -117,8 +119,12 @@ def _columns(path: str, what: str, spec: dict[str, tuple[Any, Any]], cols: dict[
             if arr.shape != shape:
                 arr = arr.reshape(shape)
             out[k] = arr
-        else:
+        elif k in _FILLED:
             out[k] = np.full(shape, missing, dtype=dtype)
+        else:
+            # A column the format does not record holds one value: a read-only view of it costs
+            # no memory (a big export would otherwise carry megabytes of "unknown" per column).
+            out[k] = np.broadcast_to(np.asarray(missing, dtype=dtype), shape)
     return out
 
 
