@@ -109,7 +109,7 @@ def _kernel_rows(t: Trace) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray
 def _subtree_sums(t: Trace, own: np.ndarray) -> np.ndarray:
     """Per op: `own` summed over the op and everything nested under it (one pass per level,
     deepest first)."""
-    total = own.astype(np.float64).copy()
+    total: np.ndarray = own.astype(np.float64).copy()
     lv = op_levels(Context(t))
     parent = t.ops.parent
     for k in range(len(lv) - 1, 0, -1):

@@ -312,7 +312,8 @@ def runtime_source(trace: Trace) -> np.ndarray:
         frames = trace.cache.get("_graph_user_frames")
         if frames is None or not len(rt):
             return np.full(len(rt), NONE, dtype=np.int32)
-        return frames.source_at(rt.thread, rt.ts)
+        src: np.ndarray = frames.source_at(rt.thread, rt.ts)
+        return src
 
     return _cached(trace, "_graph_runtime_source", (trace.runtime.ts,), make)
 

@@ -24,7 +24,7 @@ def launch_ts(trace: Trace) -> np.ndarray:
     if cached is not None:
         return cached  # type: ignore[no-any-return]
     g = trace.gpu
-    out = g.ts.copy()
+    out: np.ndarray = g.ts.copy()
     linked = g.launch != NONE
     out[linked] = trace.runtime.ts[g.launch[linked]]
     trace.cache["launch_ts"] = out
