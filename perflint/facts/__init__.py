@@ -10,7 +10,7 @@ with this module's decorators (`fact`, `run_source`, `enricher`, `capability`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +25,7 @@ Row = dict[str, Any]
 class Context:
     trace: Trace
     include_edge_steps: bool = False
-    cache: dict[str, Any] = field(default_factory=dict)
+    cache: dict[Hashable, Any] = field(default_factory=dict)  # keyed by a name, or ("rows", scope)
 
     @property
     def steps(self) -> list[Step]:

@@ -86,8 +86,8 @@ def _group_rows(base: dict[str, Any], cur: dict[str, Any]) -> list[dict[str, Any
         cands = by_op.get(_op_key(g))
         if cands:
             bk = cands.pop(0)
-            b = bg.pop(bk)
-            pairs.append((b, cg.pop(k), b["kernel"]))
+            moved = bg.pop(bk)
+            pairs.append((moved, cg.pop(k), moved["kernel"]))
     pairs.extend((None, g, None) for g in cg.values())
     pairs.extend((g, None, None) for g in bg.values())
     rows = []

@@ -9,6 +9,7 @@ Only gaps >= 1 ms are kept; rules pick their own, larger, threshold from `longes
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
@@ -36,7 +37,7 @@ FIELDS = {
 }
 
 
-def _ops_on_threads(t: Trace, cache: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _ops_on_threads(t: Trace, cache: dict[Hashable, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Ops sorted by (thread, ts, -dur), with their threads and start times in that order."""
     got = cache.get("ops_by_thread_ts")
     if got is None:
@@ -53,7 +54,8 @@ def _by_thread_ts(thread: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> np.nda
     numbers by real, then imaginary part) in one stable sort, which runs fast on nearly sorted
     times, then a stable sort by thread."""
     if np.isnan(ts).any() or np.isnan(dur).any():
-        return np.lexsort((-dur, ts, thread))
+        nan_order: np.ndarray = np.lexsort((-dur, ts, thread))
+        return nan_order
     z = np.empty(len(ts), dtype=np.complex128)
     z.real = ts
     z.imag = -dur
