@@ -221,7 +221,8 @@ def _from_mapping(data: Any) -> RuleCore | None:
         top = group.get("top", 5)
         if not isinstance(top, int) or isinstance(top, bool) or top < 1:
             return None
-        group = GroupSpec(*(tuple(_texts(group.get(k, []))) for k in ("by", "sum", "union")), top)
+        by, sums, union = (tuple(_texts(group.get(k, []))) for k in ("by", "sum", "union"))
+        group = GroupSpec(by, sums, union, top)
     caps = []
     for c in data.get("at_most") or []:
         if not isinstance(c, dict) or c.keys() != {"when", "severity"} or c["severity"] not in SEVERITIES:
