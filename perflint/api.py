@@ -145,7 +145,7 @@ def run_check(
         if opts.baseline
         else None
     )
-    fn = functools.partial(
+    fn: Callable[[Trace], Any] = functools.partial(
         _check_one,
         active=active,
         include_edge_steps=include_edges,

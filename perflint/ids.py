@@ -48,5 +48,6 @@ def distinct(col: np.ndarray) -> list[int]:
     if hi - lo < 8 * len(col) + 1024:
         present = np.zeros(hi - lo + 1, dtype=bool)
         present[np.subtract(col, lo, dtype=np.int64) if lo else col] = True
-        return (np.flatnonzero(present) + lo).tolist()
+        ids: list[int] = (np.flatnonzero(present) + lo).tolist()
+        return ids
     return np.unique(col, return_counts=True)[0].tolist()  # type: ignore[no-any-return]

@@ -179,7 +179,8 @@ def _pyprof_modules(t: Trace, paths: _Paths) -> np.ndarray:
         ops = lv.ops(k)
         up = out[o.parent[ops]]
         out[ops] = np.where(up != NONE, up, own[ops])
-    return out
+    got: np.ndarray = out
+    return got
 
 
 def _layers(t: Trace, paths: _Paths) -> np.ndarray:

@@ -109,7 +109,7 @@ def _kernel_rows(t: Trace) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray
 def _subtree_sums(t: Trace, own: np.ndarray) -> np.ndarray:
     """Per op: `own` summed over the op and everything nested under it (one pass per level,
     deepest first)."""
-    total = own.astype(np.float64).copy()
+    total: np.ndarray = own.astype(np.float64).copy()
     lv = op_levels(Context(t))
     parent = t.ops.parent
     for k in range(len(lv) - 1, 0, -1):
@@ -169,9 +169,11 @@ def op_rows(t: Trace) -> list[dict[str, Any]]:
 
 # `perflint kernels`: pyprof's columns by pyprof's names, then perflint's.
 PYPROF_COLUMNS = ("idx", "seq", "altseq", "tid", "layer", "trace", "dir", "sub", "mod", "op", "kernel", "params", "sil", "tc", "device", "stream", "grid", "block", "flops", "bytes")
-PERFLINT_COLUMNS = ("name", "category", "library", "dtype", "blocks_per_sm", "occupancy", "top_level_op", "bottom_level_op", "op_stack")
-# Roofline (metrics/roofline.py, docs/roofline.md): from the rows' `flops` and `bytes` when present.
-PERFLINT_COLUMNS += ("tflops", "gbps", "pct_of_peak", "bound")
+# The last four: the roofline (metrics/roofline.py, docs/roofline.md) of the row's flops and bytes.
+PERFLINT_COLUMNS = (
+    "name", "category", "library", "dtype", "blocks_per_sm", "occupancy", "top_level_op", "bottom_level_op", "op_stack",
+    "tflops", "gbps", "pct_of_peak", "bound",
+)  # fmt: skip
 TABLE_COLUMNS = PYPROF_COLUMNS + PERFLINT_COLUMNS
 DEFAULT_COLUMNS = ("idx", "dir", "op", "kernel", "sil", "tc", "grid", "block", "category")
 

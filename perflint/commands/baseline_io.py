@@ -174,7 +174,8 @@ def _entry(f: Finding, reason: str, today: str) -> dict[str, Any]:
 
 
 def _entry_key(e: dict[str, Any]) -> str:
-    return e["fingerprint"] if "role" in e else "v1:" + e["fingerprint"]
+    fp: str = e["fingerprint"]
+    return fp if "role" in e else "v1:" + fp
 
 
 def accepted_document(

@@ -260,7 +260,7 @@ def text_width(args: argparse.Namespace) -> int | None:
 def source_root(args: argparse.Namespace) -> str:
     """--source-root, else the git repository around the working directory, else the working
     directory: code scanning places a result only on a path relative to the repository root."""
-    given = getattr(args, "source_root", None)
+    given: str | None = getattr(args, "source_root", None)
     if given:
         return os.path.abspath(given)
     here = Path.cwd().resolve()

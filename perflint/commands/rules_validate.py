@@ -17,7 +17,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_parser(sub: Any, name: str = "validate") -> argparse.ArgumentParser:
-    p = sub.add_parser(name, help="check rule YAML files (schema, expressions, fields); exit 2 on a bad rule")
+    p: argparse.ArgumentParser = sub.add_parser(name, help="check rule YAML files (schema, expressions, fields); exit 2 on a bad rule")
     add_arguments(p)
     return p
 

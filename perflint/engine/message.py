@@ -56,7 +56,7 @@ class _Fmt(string.Formatter):
         if isinstance(value, float) and not format_spec:
             return f"{value:.4g}"
         try:
-            text = super().format_field(value, format_spec)
+            text: str = super().format_field(value, format_spec)
         except (ValueError, TypeError):
             text = str(value)
         return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"

@@ -74,7 +74,7 @@ class _Spec(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tru
     pass
 
 
-class Param(_Spec):
+class Param(_Spec, frozen=True):
     """A typed threshold: its default, overridable per project in the config."""
 
     type: ParamType
@@ -86,12 +86,12 @@ class Param(_Spec):
         msgspec.structs.force_setattr(self, "default", coerce_param(self.type, self.default))
 
 
-class Reference(_Spec):
+class Reference(_Spec, frozen=True):
     title: str
     url: str
 
 
-class Group(_Spec):
+class Group(_Spec, frozen=True):
     """How failing rows become findings: rows that share the `by` fields are one finding (no `by`:
     one finding per trace), whose `sum` fields add up over the rows and whose `union` fields (lists)
     join their distinct values; the `top` rows with the most impact are listed in the evidence."""
@@ -102,7 +102,7 @@ class Group(_Spec):
     top: Annotated[int, msgspec.Meta(ge=1, description="rows listed in the finding's evidence, most impact first")] = 5
 
 
-class Cap(_Spec):
+class Cap(_Spec, frozen=True):
     """A finding is at most `severity` where `when` holds (e.g. a verdict over a whole trace
     without steps)."""
 
@@ -123,7 +123,7 @@ _MESSAGE_DOC = (
 )
 
 
-class RuleCore(_Spec, kw_only=True, rename={"assert_": "assert"}):
+class RuleCore(_Spec, frozen=True, kw_only=True, rename={"assert_": "assert"}):
     """A performance rule: one YAML file. Thresholds go in `params`; `where` picks the candidate
     rows, `assert` states the healthy condition over them (a finding where it fails)."""
 

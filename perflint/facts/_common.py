@@ -11,7 +11,9 @@ import numpy as np
 
 from perflint.facts import Context
 from perflint.facts._group import present_ids
-from perflint.facts._optree import OpInfo, op_info, op_infos  # noqa: F401  (re-exported)
+from perflint.facts._optree import OpInfo as OpInfo  # these three re-exported
+from perflint.facts._optree import op_info as op_info
+from perflint.facts._optree import op_infos as op_infos
 from perflint.ids import isin_ids
 from perflint.memo import once
 from perflint.metrics import dtypes

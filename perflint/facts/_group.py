@@ -14,7 +14,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from perflint.ids import unique_inverse  # noqa: F401  (re-exported)
+from perflint.ids import unique_inverse as unique_inverse  # re-exported
 from perflint.metrics.stats import np_median
 
 K = TypeVar("K", bound=Hashable)
@@ -120,7 +120,8 @@ def present_ids(col: np.ndarray) -> list[int]:
     ok = col[col >= 0]
     if len(ok) == 0:
         return []
-    return np.flatnonzero(np.bincount(ok)).tolist()
+    used: list[int] = np.flatnonzero(np.bincount(ok)).tolist()
+    return used
 
 
 def id_table(col: np.ndarray, fn: Callable[[int], object], dtype: type = np.int64, fill: object = -1) -> np.ndarray:
@@ -128,7 +129,7 @@ def id_table(col: np.ndarray, fn: Callable[[int], object], dtype: type = np.int6
     (string ids or NONE, never below -1); `table[col + 1]` then maps a whole column at once."""
     col = np.asarray(col)
     size = int(col.max()) + 2 if len(col) else 1
-    out = np.full(size, fill, dtype=dtype)
+    out: np.ndarray = np.full(size, fill, dtype=dtype)
     for i in present_ids(col):
         out[i + 1] = fn(i)
     return out

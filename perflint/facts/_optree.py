@@ -87,7 +87,7 @@ def propagate(ctx: Context, own: np.ndarray) -> np.ndarray:
     for k in range(1, len(lv)):
         mine = out[b[k] : b[k + 1]]
         np.copyto(mine, out[lv.parent_pos[k]], where=mine == NONE)
-    res = np.empty_like(out)
+    res: np.ndarray = np.empty_like(out)
     res[lv.order] = out
     return res
 

@@ -50,7 +50,8 @@ _COMM = CAT_INDEX["communication"]
 
 
 def comm_mask(t: Trace) -> np.ndarray:
-    return (t.gpu.kind == KERNEL) & (classify(t).category == _COMM)
+    mask: np.ndarray = (t.gpu.kind == KERNEL) & (classify(t).category == _COMM)
+    return mask
 
 
 def host_collectives(t: Trace) -> np.ndarray:

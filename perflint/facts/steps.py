@@ -60,7 +60,7 @@ class Window:
 def device_work(t: Trace) -> np.ndarray:
     """GPU work rows (not device-side sync records) on the trace's primary device."""
     g = t.gpu
-    work = g.kind != GPU_SYNC
+    work: np.ndarray = g.kind != GPU_SYNC
     dev = t.primary_device
     devices = g.device[work]
     if dev is not None and len(devices) and (devices != devices[0]).any():  # more than one device

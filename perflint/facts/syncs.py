@@ -172,7 +172,9 @@ def _events(ctx: Context) -> _Events:
         memcpy = np.concatenate([memcpy, is_copy])
         to_host = np.concatenate([to_host, pageable])
         src = np.concatenate([src, runtime_source(t)[rows].astype(np.int64)])
-    cat_ = lambda parts, dt: np.concatenate(parts).astype(dt) if parts else np.zeros(0, dtype=dt)  # noqa: E731
+    def cat_(parts: list[np.ndarray], dt: type[np.generic]) -> np.ndarray:
+        return np.concatenate(parts).astype(dt) if parts else np.zeros(0, dtype=dt)
+
     return _Events(cat_(kind, np.int64), cat_(op, np.int64), cat_(blocked, np.float64), cat_(start, np.float64), copy, memcpy, to_host, src)
 
 

@@ -134,8 +134,8 @@ def _site(t: Trace, op: int) -> Site:
         if ops.stack[o] != NONE:
             stack = int(ops.stack[o])  # the innermost one wins, as pyprof keeps the last trace marker
         if ops.pycall[o] != NONE:
-            mod, _, fn = t.s(int(ops.pycall[o])).rpartition(".")
-            calls.append((mod, fn, o))
+            module, _, fn = t.s(int(ops.pycall[o])).rpartition(".")
+            calls.append((module, fn, o))
         elif ops.seq[o] != NONE:
             seq_marks.append((name, int(ops.seq[o])))
         elif ops.kind[o] == OP_ANNOTATION:

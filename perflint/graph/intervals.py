@@ -55,7 +55,8 @@ def _sort_order(thread: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> np.ndarr
     nearly sorted (a stable sort on them is almost linear), so sort by time, order only the tied
     times by -dur, then stably by thread."""
     if np.isnan(ts).any():  # lexsort's NaN ties are ordered by -dur; == cannot find them
-        return np.lexsort((-dur, ts, thread))
+        nan_order: np.ndarray = np.lexsort((-dur, ts, thread))
+        return nan_order
     order = np.argsort(ts, kind="stable")
     s = ts[order]
     same = s[1:] == s[:-1]

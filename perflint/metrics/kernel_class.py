@@ -10,7 +10,7 @@ substring of a functor or parameter type.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -418,7 +418,7 @@ def _library(row: Row, k: KernelName) -> str:
     return ""
 
 
-def _rule_value(spec: object, rules: dict, *args: object) -> object:
+def _rule_value(spec: object, rules: Mapping[str, Callable[..., object]], *args: object) -> object:
     if isinstance(spec, str) and spec.startswith("rule:"):
         return rules[spec[5:]](*args)
     return spec

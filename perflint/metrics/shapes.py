@@ -142,9 +142,10 @@ def gemm_shape(op: str, dims: Any) -> Shape | None:
         # input [..., K] x weight[N, K]^T: the leading input dims fold into M
         s = Shape(m=_prod(a[:-1]), k=a[-1], n=b[0], where={"M": [(ia, len(a) - 2)] if len(a) >= 2 else [], "K": [(ia, len(a) - 1), (ib, 1)], "N": [(ib, 0)]})
     elif kind == "matmul":
-        s = _matmul(a, b)
-        if s is None:
+        mm = _matmul(a, b)
+        if mm is None:
             return None
+        s = mm
     else:
         return None
     if kind in ("addmm", "baddbmm"):
@@ -246,7 +247,7 @@ def _geometry(args: ConvArgs, concrete: Any, nd: int) -> _Geometry | None:
 def _out_size(h: int, r: int, g: _Geometry, i: int) -> int:
     """Output extent along spatial dim i (PyTorch's Conv / ConvTranspose size formulas)."""
     span = g.dilation[i] * (r - 1)
-    if g.padding == "same":
+    if isinstance(g.padding, str):  # "same", the one word _geometry keeps
         return h
     pad = g.padding[i]
     if g.transposed:

@@ -23,7 +23,7 @@ def analysis_steps(trace: Trace, include_edges: bool = False) -> list[Step]:
 def launch_ts(trace: Trace) -> np.ndarray:
     """CPU time at which each GPU activity was launched (its own start when unlinked)."""
     g = trace.gpu
-    out = g.ts.copy()
+    out: np.ndarray = g.ts.copy()
     linked = g.launch != NONE
     out[linked] = trace.runtime.ts[g.launch[linked]]
     return out

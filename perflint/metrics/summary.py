@@ -130,6 +130,7 @@ def summarize(trace: Trace, include_edge_steps: bool = False) -> dict[str, Any]:
     dev = trace.primary_device
     gpu = gpu_summary(trace)
     temporal = temporal_breakdown(trace)
+    warnings = list(trace.warnings)
     out = {
         "path": trace.path,
         "rank": trace.rank,
@@ -155,7 +156,7 @@ def summarize(trace: Trace, include_edge_steps: bool = False) -> dict[str, Any]:
         "memcpy": transfers(trace, MEMCPY),
         "memset": transfers(trace, MEMSET),
         "tensor_cores": tensor_core_summary(trace),
-        "warnings": list(trace.warnings),
+        "warnings": warnings,
     }
-    out["warnings"].extend(null_reasons(trace, out))
+    warnings.extend(null_reasons(trace, out))
     return out

@@ -27,7 +27,7 @@ from perflint.graph.build import unique_correlation_launch
 from perflint.ids import unique_inverse
 from perflint.memo import once
 from perflint.metrics.intervals import merge
-from perflint.model import NONE, Trace
+from perflint.model import NONE, OpTable, PyFnTable, RuntimeTable, Trace
 
 # HTA's kernel types (hta/utils/utils.py get_kernel_type), applied with re.match (anchored at start).
 _COMM = re.compile(r"^nccl.*Kernel")
@@ -73,7 +73,8 @@ def _name_hits(lut: np.ndarray, col: np.ndarray) -> np.ndarray:
     if len(col) == 0 or len(lut) == 0:
         return np.zeros(len(col), dtype=bool)
     ok = (col >= 0) & (col < len(lut))
-    return ok & lut[np.where(ok, col, 0)]
+    hits: np.ndarray = ok & lut[np.where(ok, col, 0)]
+    return hits
 
 
 def _isin_int(values: np.ndarray, members: np.ndarray) -> np.ndarray:
@@ -86,10 +87,12 @@ def _isin_int(values: np.ndarray, members: np.ndarray) -> np.ndarray:
         table = np.zeros(hi - lo + 1, dtype=bool)
         table[members - lo] = True
         inside = (values >= lo) & (values <= hi)
-        return inside & table[np.where(inside, values - lo, 0)]
+        hits: np.ndarray = inside & table[np.where(inside, values - lo, 0)]
+        return hits
     s = np.sort(members)
     pos = np.minimum(np.searchsorted(s, values), len(s) - 1)
-    return s[pos] == values
+    found: np.ndarray = s[pos] == values
+    return found
 
 
 def hta_rounds(trace: Trace) -> bool:
@@ -125,7 +128,7 @@ def hta_device_mask(trace: Trace, rounded: bool = False) -> tuple[np.ndarray, bo
     `rounded`: the trace's times are rounded as HTA does (`hta_rounds`)."""
     g = trace.gpu
     on_stream = g.stream != -1
-    tables = (trace.ops, trace.pyfn, trace.runtime)
+    tables: tuple[OpTable | PyFnTable | RuntimeTable, ...] = (trace.ops, trace.pyfn, trace.runtime)
     step_lut = _string_mask(trace, lambda s: "ProfilerStep" in s)
     step_rows = [_name_hits(step_lut, tbl.name) for tbl in tables]
     used = np.zeros(len(step_lut), dtype=bool)

@@ -98,7 +98,8 @@ def _result(client: Any, fut: Any, path: str, where: str, timeout: float) -> lis
     idle_since: float | None = None
     while True:
         try:
-            return fut.result(timeout=min(_POLL_S, timeout))
+            done: list[Outcome] = fut.result(timeout=min(_POLL_S, timeout))
+            return done
         except TimeoutError:
             pass
         except KilledWorker as exc:

@@ -18,10 +18,14 @@ try:
     from isal import igzip as _gzip
     from isal import isal_zlib as _zlib
 
-    ZLIB_ERRORS: tuple[type[BaseException], ...] = (zlib.error, _zlib.error)
+    # isal's stub declares `error` an instance of Exception; it is the module's exception class.
+    ZLIB_ERRORS: tuple[type[Exception], ...] = (zlib.error, _zlib.error)  # type: ignore[assignment]
 except ImportError:  # pragma: no cover - platforms without an isal wheel
     _gzip, _zlib = gzip, zlib  # type: ignore[misc]
     ZLIB_ERRORS = (zlib.error,)
+# Named tuples of classes: mypy does not read a starred name inside an `except (...)` tuple.
+GZIP_ERRORS: tuple[type[Exception], ...] = (OSError, *ZLIB_ERRORS)
+STREAM_ERRORS: tuple[type[Exception], ...] = (EOFError, *GZIP_ERRORS)  # truncated, corrupt, a bad header or CRC
 
 GZIP_MAGIC = b"\x1f\x8b"
 MMAP_MIN_BYTES = 64 << 20
@@ -52,7 +56,7 @@ def read_bytes(path: str) -> bytes:
             data = _gzip.decompress(data)
         except EOFError:
             raise InputError(path, "truncated gzip stream (file ends before the compressed data does)") from None
-        except (OSError, *ZLIB_ERRORS) as exc:
+        except GZIP_ERRORS as exc:
             raise InputError(path, f"corrupt gzip data: {exc}") from None
     if not data or data.isspace():  # not data.strip(): that copies a file ending in a newline
         raise InputError(path, "empty file")
@@ -159,7 +163,7 @@ class GzipStream:
             try:
                 with memoryview(self.buf) as mv:
                     got = self._rd.readinto(mv[p : p + want])
-            except (EOFError, OSError, *ZLIB_ERRORS):  # truncated, corrupt, a bad header or CRC
+            except STREAM_ERRORS:  # truncated, corrupt, a bad header or CRC
                 self.ok = False
                 break
             if not got or self.filled + got > self.size:
@@ -188,7 +192,7 @@ class GzipStream:
             return False
         try:
             more = self._rd.read(1) or self.fh.read(1)
-        except (EOFError, OSError, *ZLIB_ERRORS):
+        except STREAM_ERRORS:
             more = b"?"
         if more:
             self.ok = False
@@ -268,7 +272,7 @@ class GzipStream:
             raise Unavailable(lo, hi)
         p, q = lo % self.cap, (hi - 1) % self.cap + 1
         if p < q:
-            k = self.buf.rfind(sub, p, q)
+            k: int = self.buf.rfind(sub, p, q)
             return -1 if k < 0 else lo + k - p
         k = self.buf.rfind(sub, 0, q)  # wrapped: the part at the ring's start holds the later bytes
         if k >= 0:

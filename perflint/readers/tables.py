@@ -7,7 +7,7 @@ empty. Strings go through one `Strings` interner per trace.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -128,17 +128,21 @@ def _columns(path: str, what: str, spec: dict[str, tuple[Any, Any]], cols: dict[
     return out
 
 
+# A column as a reader hands it over: a list, or an array already of the column's type.
+Column = Sequence[Any] | np.ndarray
+
+
 def build_trace(
     path: str,
     fmt: str,
     strings: Strings,
     threads: Threads,
     *,
-    ops: dict[str, Sequence[Any]] | None = None,
-    runtime: dict[str, Sequence[Any]] | None = None,
-    gpu: dict[str, Sequence[Any]] | None = None,
-    pyfn: dict[str, Sequence[Any]] | None = None,
-    memory: dict[str, Sequence[Any]] | None = None,
+    ops: Mapping[str, Column] | None = None,
+    runtime: Mapping[str, Column] | None = None,
+    gpu: Mapping[str, Column] | None = None,
+    pyfn: Mapping[str, Column] | None = None,
+    memory: Mapping[str, Column] | None = None,
     devices: dict[int, Device] | None = None,
     rank: int | None = None,
     world_size: int | None = None,

@@ -34,7 +34,8 @@ def kind_of(metric: str) -> str:
 
 def min_effect(r: dict[str, Any]) -> float:
     absolute, relative = MIN_EFFECT[kind_of(r["metric"])]
-    return max(absolute, relative / 100.0 * abs(r.get("base_median") or 0.0))
+    base: float = r.get("base_median") or 0.0
+    return max(absolute, relative / 100.0 * abs(base))
 
 
 def assess(r: dict[str, Any], alpha: float) -> tuple[str, bool, float | None]:
@@ -45,9 +46,10 @@ def assess(r: dict[str, Any], alpha: float) -> tuple[str, bool, float | None]:
     if abs(delta) < min_effect(r):
         return "same", False, None
     worse = (delta > 0) == bool(r.get("higher_is_worse", True))
-    p = r.get("p_value") if worse else r.get("p_better")
-    tested = p is not None and r.get("base_n", 0) >= 2 and r.get("cur_n", 0) >= 2
-    return ("worse" if worse else "better"), bool(tested and p < alpha), (p if tested else None)
+    p: float | None = r.get("p_value") if worse else r.get("p_better")
+    if p is None or not (r.get("base_n", 0) >= 2 and r.get("cur_n", 0) >= 2):
+        return ("worse" if worse else "better"), False, None
+    return ("worse" if worse else "better"), bool(p < alpha), p
 
 
 def _num(x: float | None) -> str:
@@ -90,7 +92,7 @@ def _sections(pairs: list[dict[str, Any]], top: int) -> list[tuple[str, list[dic
 
 
 def _label(r: dict[str, Any]) -> str:
-    m = r["metric"]
+    m: str = r["metric"]
     if m == "category":
         return f"category {r['key']}"
     if m in ("kernel_group", "new_group", "removed_group"):

@@ -7,8 +7,7 @@ saying how many more findings there are.
 https://docs.github.com/actions/using-workflows/workflow-commands-for-github-actions
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: it would bind the name of `annotations()` below.
 import os
 
 from perflint.findings import Finding, RunResult

@@ -20,7 +20,7 @@ from perflint.report._common import full_counts, ordered, rules_by_code, verdict
 
 SCHEMA_VERSION = 1
 def _rule(r: dict[str, Any]) -> dict[str, Any]:
-    out = {k: r[k] for k in ("code", "name", "severity", "groups", "summary", "rationale", "fix") if k in r}
+    out: dict[str, Any] = {k: r[k] for k in ("code", "name", "severity", "groups", "summary", "rationale", "fix") if k in r}
     out["params"] = dict(r.get("params") or {})
     out["references"] = [
         {"title": ref["title"], "url": ref["url"]} if isinstance(ref, dict) else {"title": ref.title, "url": ref.url}

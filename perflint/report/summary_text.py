@@ -35,7 +35,8 @@ def _binned(starts: np.ndarray, ends: np.ndarray, vals: np.ndarray, lo: float, h
     # overlap of every segment with every slice: segments and slices are few (buckets, <= 60)
     ov = np.clip(np.minimum(ends[None, :], edges[1:, None]) - np.maximum(starts[None, :], edges[:-1, None]), 0.0, None)
     width = np.diff(edges)
-    return ((ov * vals[None, :]).sum(axis=1) / np.where(width > 0, width, 1.0)).tolist()
+    shares: list[float] = ((ov * vals[None, :]).sum(axis=1) / np.where(width > 0, width, 1.0)).tolist()
+    return shares
 
 
 def _timeline(tl: dict[str, Any]) -> list[str]:

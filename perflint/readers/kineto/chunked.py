@@ -93,7 +93,7 @@ def _array_start(buf: Any, n: int) -> int | None:
 
 def _boundary(buf: Any, lo: int, hi: int) -> int:
     """The last `}` in [lo, hi) followed by `,` and then `{` (whitespace between); -1 if none."""
-    k = buf.rfind(b"}", lo, hi)
+    k: int = buf.rfind(b"}", lo, hi)
     while k >= lo:
         j = k + 1
         while j < hi and buf[j] in _WS:

@@ -27,7 +27,7 @@ from perflint.readers.kineto.fast_add import _CODES, _GPU_KIND, _GROUP, G_CPR, G
 try:
     from perflint.readers.kineto import _kscan
 except ImportError:  # not built (no compiler at install, or PERFLINT_NO_NATIVE=1): the msgspec path
-    _kscan = None
+    _kscan = None  # type: ignore[assignment]  # a module or None: built() says which
 
 if TYPE_CHECKING:
     from perflint.readers.kineto.reader import ColumnBuilder
@@ -90,7 +90,10 @@ def scan(data: Any, lo: int, hi: int, decode: Callable[[int, int], Any]) -> Nati
     pieces = 0
     pos = lo
     while pos < hi:
-        ns, offs, nxt = _columns(data, pos, hi)
+        cols = _columns(data, pos, hi)
+        if cols is None:  # the scanner leaves the range to msgspec
+            return None
+        ns, offs, nxt = cols
         k = _first_refused(ns)
         if k < ns.n:  # an event only the Python builder reads: msgspec takes it alone
             if k:
@@ -138,8 +141,11 @@ def _first_refused(ns: NativeSlice) -> int:
     return int(bad.argmax()) if bad.any() else ns.n
 
 
-def _columns(data: Any, lo: int, hi: int) -> tuple[NativeSlice, np.ndarray, int]:
-    n, fb, ib, sb, ub, ob, strs, raws, pairs, nxt = _kscan.scan(data, lo, hi)
+def _columns(data: Any, lo: int, hi: int) -> tuple[NativeSlice, np.ndarray, int] | None:
+    got = _kscan.scan(data, lo, hi)
+    if got is None:
+        return None
+    n, fb, ib, sb, ub, ob, strs, raws, pairs, nxt = got
     F = np.frombuffer(fb, dtype=F64).reshape(_NF, n)
     I = np.frombuffer(ib, dtype=I64).reshape(_NI, n)  # noqa: E741
     S = np.frombuffer(sb, dtype=I32).reshape(_NS, n)

@@ -11,7 +11,7 @@ import gc
 import os
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -141,7 +141,8 @@ def parse_devices(props: Any, notes: list[str] | None = None) -> dict[int, Devic
         dev_id = ranged("id", raw_id, 0, INT32_MAX)
         if dev_id is None:
             dev_id = 0
-        name = p.get("name") if isinstance(p.get("name"), str) else ""
+        raw_name = p.get("name")
+        name = raw_name if isinstance(raw_name, str) else ""
         major = ranged("computeMajor", p.get("computeMajor", p.get("major")), 0, INT32_MAX)
         minor = ranged("computeMinor", p.get("computeMinor", p.get("minor")), 0, INT32_MAX)
         warp = _int_or(p.get("warpSize"), 32)
@@ -667,7 +668,7 @@ class ColumnBuilder:
             names = [n if isinstance(n, str) else str(n) for n in names]
         return self._intern(names)
 
-    def _thread(self, evs: list[Event]) -> np.ndarray:
+    def _thread(self, evs: Sequence[Event]) -> np.ndarray:
         keys = [(e.pid, e.tid) for e in evs]
         tids, threads = self.thread_ids, self.threads
         try:
@@ -753,13 +754,12 @@ class ColumnBuilder:
                     # The profiler's own span: the TB plugin's counter series cover exactly it.
                     self.profiler_span = span_of(e.ts, e.dur) or self.profiler_span
         if present[_MEM]:
-            idx = [i for i in np.flatnonzero(codes == _MEM).tolist() if events[i].name == "[memory]" and events[i].args is not None]
-            if idx:
-                self._memory(_take(events, np.asarray(idx)), np.asarray(idx, dtype=np.int64) + base)
+            keep = [i for i in np.flatnonzero(codes == _MEM).tolist() if events[i].name == "[memory]" and events[i].args is not None]
+            if keep:
+                self._memory(_take(events, np.asarray(keep)), np.asarray(keep, dtype=np.int64) + base)
 
     def _ops(self, evs: list[Event], pos: np.ndarray, codes: np.ndarray) -> None:
-        A = [e.args for e in evs]
-        A = [a if a is not None else DEFAULT_ARGS for a in A]
+        A = [a if a is not None else DEFAULT_ARGS for a in [e.args for e in evs]]
         i64, f64 = np.int64, np.float64
         self.ops.add(
             pos,
@@ -820,8 +820,8 @@ class ColumnBuilder:
             collective=self._intern([c if c.__class__ is str else None for c in [a.collective for a in A]]),
         )
 
-    def _memory(self, evs: list[Event], pos: np.ndarray) -> None:
-        A = [e.args for e in evs]
+    def _memory(self, evs: Sequence[Event], pos: np.ndarray) -> None:
+        A = [a if a is not None else DEFAULT_ARGS for a in [e.args for e in evs]]  # callers pass events with args
         self.mem.add(
             pos,
             thread=self._thread(evs),
@@ -996,8 +996,8 @@ class ColumnBuilder:
             len(threads),
         )
         if tlut is not None:
-            for tbl in (ops, runtime, pyfn, memory):
-                tbl.thread = tlut[tbl.thread]
+            for ttbl in (ops, runtime, pyfn, memory):
+                ttbl.thread = tlut[ttbl.thread]
             newt: list[tuple[str, str]] = [("", "")] * len(threads)
             for old, t in enumerate(threads):
                 newt[tlut[old]] = t

@@ -9,7 +9,7 @@ arg names across versions (old traces say "external id", new "External id").
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, Union
+from typing import Any, Final, Literal, Union
 
 import msgspec
 from msgspec import field
@@ -136,8 +136,8 @@ class StrictEvent(msgspec.Struct, tag_field="ph", gc=False):
     JSON name is one no trace uses, and any value but the default fails the strict decode."""
 
 
-SKIP_CAT = 0
-INSTANT_CAT = 1
+SKIP_CAT: Final = 0
+INSTANT_CAT: Final = 1
 _CODE_KEY = "perflint: event class"
 
 
@@ -174,7 +174,10 @@ class SkipEvent(StrictEvent, gc=False):
 # The other Chrome trace phases (flows, metadata, counters, async, ...): nothing is read from them.
 _SKIP_PHASES = ("B", "E", "C", "b", "n", "e", "S", "T", "p", "F", "s", "t", "f", "P", "O", "N", "D", "M", "V", "v", "R", "c", "(", ")")
 _SKIPS = tuple(msgspec.defstruct(f"Skip{i}", [], bases=(SkipEvent,), tag=ph, gc=False) for i, ph in enumerate(_SKIP_PHASES))
-AnyStrictEvent = Union[(XEvent, IEvent, IEventUpper, *_SKIPS)]  # type: ignore[valid-type]
+# A union built at run time: the skip classes are made above. Named first: mypy reads a starred
+# subscript as Python 3.11's syntax.
+_STRICT_EVENTS = (XEvent, IEvent, IEventUpper, *_SKIPS)
+AnyStrictEvent = Union[_STRICT_EVENTS]  # type: ignore[valid-type]
 
 
 class StrictTraceFile(_TraceMeta, kw_only=True, gc=False):

@@ -40,8 +40,8 @@ def plan(path: str) -> list[tuple[str, DeviceFiles, str]]:
     for dev, jsons in sorted(profs.items()):
         if dev in used:
             continue  # MindSpore's own Ascend files of that device are read instead
-        d = by_id.get(dev)
-        pd = DeviceFiles(dev, dict(d.files) if d else {}, list(jsons), d.cluster if d else None)
+        own = by_id.get(dev)
+        pd = DeviceFiles(dev, dict(own.files) if own else {}, list(jsons), own.cluster if own else None)
         alone = not out
         out.append((path if alone else os.path.dirname(os.path.dirname(jsons[0])), pd, "msprof"))
     return out

@@ -37,7 +37,7 @@ def _names(events: list[dict[str, Any]]) -> tuple[dict[Any, str], dict[tuple[Any
 
 def read_msprof(paths: list[str], dev: int, cols: Columns, steps: StepTrace) -> None:
     for path in paths:
-        events = json_events(path)
+        events: list[dict[str, Any]] = json_events(path)  # JSON values: checked where they are read
         procs, threads = _names(events)
         for e in events:
             if e.get("ph") != "X":
@@ -47,7 +47,7 @@ def read_msprof(paths: list[str], dev: int, cols: Columns, steps: StepTrace) -> 
             args = e.get("args") if isinstance(e.get("args"), dict) else {}
             assert isinstance(args, dict)
             try:
-                ts, dur = float(e["ts"]), float(e["dur"])  # type: ignore[arg-type]
+                ts, dur = float(e["ts"]), float(e["dur"])
             except (KeyError, TypeError, ValueError):
                 raise InputError(path, f"{os.path.basename(path)}: an event without numeric ts/dur") from None
             name = str(e.get("name", ""))

@@ -81,7 +81,8 @@ def read_devices(con: sqlite3.Connection, sc: Schema) -> dict[tuple[int, int], D
             cuda_id = row.get("cudaId")
             if not isinstance(cuda_id, int):
                 continue
-            merged = {**gpus.get(row.get("gpuId") if isinstance(row.get("gpuId"), int) else -2, {}), **{k: v for k, v in row.items() if v is not None}}
+            gpu_id = row.get("gpuId")
+            merged = {**gpus.get(gpu_id if isinstance(gpu_id, int) else -2, {}), **{k: v for k, v in row.items() if v is not None}}
             pid = row.get("pid")
             out[(pid if isinstance(pid, int) and pid > 0 else -1, cuda_id)] = _device(cuda_id, merged)
     for gid, row in gpus.items():

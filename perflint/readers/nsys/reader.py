@@ -12,6 +12,7 @@ Times are the export's nanoseconds since the session start, as microseconds.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 
 import numpy as np
 
@@ -217,8 +218,8 @@ def _trace(
         return np.asarray([threads.id(int(a), int(b)) for a, b in zip(p.tolist(), t.tolist())], np.int32)[inv.reshape(-1)]
 
     # A file with one rank (the usual case) hands its columns over whole, without a copy.
-    gt = (lambda a: a) if len(g) == len(gpu) else (lambda a: a[g])
-    rtt = (lambda a: a) if len(r) == len(rt) else (lambda a: a[r])
+    gt: Callable[[np.ndarray], np.ndarray] = (lambda a: a) if len(g) == len(gpu) else (lambda a: a[g])
+    rtt: Callable[[np.ndarray], np.ndarray] = (lambda a: a) if len(r) == len(rt) else (lambda a: a[r])
     gpu_cols = {
         "kind": gt(gpu.kind), "name": interned(gt(gpu.name)), "device": gt(gpu.device), "stream": gt(gpu.stream),
         "ts": gt(gpu.start) / 1000.0, "dur": (gt(gpu.end) - gt(gpu.start)) / 1000.0, "correlation": gt(gpu.correlation),

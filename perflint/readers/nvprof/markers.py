@@ -150,7 +150,8 @@ def inside(group: np.ndarray, start: np.ndarray, end: np.ndarray, flag: np.ndarr
     base = (group - group.min()) * span - int(start.min())  # group-major keys, groups sorted ascending
     key = np.where(flag, base + end, base - 1)
     prev = np.maximum.accumulate(key)
-    return flag | (prev >= base + end)
+    out: np.ndarray = flag | (prev >= base + end)
+    return out
 
 
 def group_ids(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:

@@ -33,7 +33,7 @@ def top_ops(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]]:
     host = np.bincount(inv, weights=ops.dur[cpu], minlength=len(names))
     slot = np.full(len(ops), -1, dtype=np.int64)
     slot[cpu] = inv
-    dev = np.zeros(len(names))
+    dev: np.ndarray = np.zeros(len(names))
     work = ((g.kind == KERNEL) | (g.kind == MEMCPY) | (g.kind == MEMSET)) & (g.launch != NONE)
     op = trace.runtime.op[g.launch[work]]
     has = op != NONE

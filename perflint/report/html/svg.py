@@ -57,7 +57,7 @@ def stacked(title: str, labels: Sequence[str], parts: Sequence[str], values: Seq
     body = [_yaxis(left, top_pad, plot_h, top, unit)]
     for i, (label, vals) in enumerate(zip(labels, values)):
         x = left + i * slot + (slot - bw) / 2
-        y = top_pad + plot_h
+        y: float = top_pad + plot_h
         for j, v in enumerate(vals):
             hgt = plot_h * v / top
             y -= hgt

@@ -1,0 +1,10 @@
+"""The C scanner's interface (_kscan.c); the module exists only where it was compiled."""
+
+from _typeshed import ReadableBuffer
+
+# n, then the f64, i64, i32 and u8 columns and the n + 1 offsets as raw bytes, the strings, the
+# raw args, the (key, value) pairs, and where the event after a refused one begins.
+_Scan = tuple[int, bytes, bytes, bytes, bytes, bytes, list[str], list[bytes], list[tuple[int | str | None, int | str | None]], int]
+
+# None: a string was not valid UTF-8 after unescaping; msgspec is to decode the range.
+def scan(buf: ReadableBuffer, lo: int, hi: int, /) -> _Scan | None: ...
