@@ -24,9 +24,10 @@ def add_parser(sub: Any, name: str) -> None:
     p.add_argument(
         "-c",
         "--columns",
-        default=",".join(default),
+        default=None,
         metavar="COL,...",
-        help=f"columns, in this order (default {','.join(default)}; all: {','.join(cols)})",
+        help=f"columns, in this order (default {','.join(default)}; all: {','.join(cols)})"
+        + ("" if ops else "; a CUPTI counter trace adds its counters by metric name, shown by default"),
     )
     p.add_argument("--format", choices=("text", "csv", "tsv", "json"), default="text", help="output format (default: text)")
     p.add_argument("-w", "--width", type=int, default=None, metavar="N", help="text: total line width (default: no limit)")
@@ -35,17 +36,17 @@ def add_parser(sub: Any, name: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from perflint.graph.load import load_traces
-    from perflint.tables import OP_COLUMNS, TABLE_COLUMNS, kernel_table, op_rows
+    from perflint.metrics.counter_table import COUNTER_TABLE_COLUMNS
+    from perflint.tables import OP_COLUMNS, TABLE_COLUMNS, kernel_table, op_rows, table_columns
 
     ops = args.command == "ops"
-    known = OP_COLUMNS if ops else TABLE_COLUMNS
-    cols = [c.strip() for c in args.columns.split(",") if c.strip()]
-    bad = [c for c in cols if c not in known]
-    if bad or not cols:
-        raise UsageError("--columns", f"unknown column(s) {', '.join(bad) or '(none given)'} (known: {', '.join(known)})")
     if args.width is not None and args.width < 20:
         raise UsageError("--width", f"must be 20 or more, not {args.width}")
+    if args.columns is not None:  # a typo fails before a large trace is read
+        _check_columns(args.columns, OP_COLUMNS if ops else TABLE_COLUMNS + COUNTER_TABLE_COLUMNS, lenient=not ops)
     traces = load_traces(args.path, args.input_format)
+    known, default = (OP_COLUMNS, OP_COLUMNS) if ops else table_columns(traces)
+    cols = _check_columns(args.columns, known) if args.columns is not None else list(default)
     many = len(traces) > 1
     if many:
         cols = ["rank", *cols]
@@ -57,6 +58,16 @@ def run(args: argparse.Namespace) -> int:
 
     write(rows(), cols, args.format, args.width)
     return 0
+
+
+def _check_columns(spec: str, known: tuple[str, ...], lenient: bool = False) -> list[str]:
+    """The columns of -c, in order. `lenient`: before the traces are read, a name that could be a
+    counter's metric name (it has a dot or two underscores) passes."""
+    cols = [c.strip() for c in spec.split(",") if c.strip()]
+    bad = [c for c in cols if c not in known and not (lenient and ("." in c or "__" in c))]
+    if bad or not cols:
+        raise UsageError("--columns", f"unknown column(s) {', '.join(bad) or '(none given)'} (known: {', '.join(dict.fromkeys(known))})")
+    return cols
 
 
 def _cell(v: Any) -> str:
