@@ -47,7 +47,11 @@ def kernel_view(trace: Trace) -> list[dict[str, Any]]:
     np.minimum.at(first, inv, np.arange(len(kern)))
     tc = classify(trace).tensor_core[kern[first]].tolist()
     bps, occ = weighted(g.blocks_per_sm), weighted(g.occupancy)
-    rows = [
+
+    def r3(x: float | None) -> float | None:
+        return None if x is None else round(x, 3)
+
+    rows: list[dict[str, Any]] = [
         {
             "name": trace.s(int(names[u])),
             "tensor_cores": None if tc[u] < 0 else bool(tc[u]),
@@ -56,8 +60,8 @@ def kernel_view(trace: Trace) -> list[dict[str, Any]]:
             "mean_us": round(float(total[u]) / int(calls[u]), 3),
             "max_us": round(float(hi[u]), 3),
             "min_us": round(float(lo[u]), 3),
-            "blocks_per_sm": None if bps[u] is None else round(bps[u], 3),
-            "occupancy_pct": None if occ[u] is None else round(occ[u], 3),
+            "blocks_per_sm": r3(bps[u]),
+            "occupancy_pct": r3(occ[u]),
         }
         for u in range(m)
     ]
