@@ -80,6 +80,8 @@ def test_inductor_categories_and_busy_time(tmp_path: Path) -> None:
         "other": [names[5]],
     }
     assert v["categories"]["other"]["pct"] == pytest.approx(100.0 * 60 / 210, abs=1e-3)
+    assert v["categories"]["other"]["span_pct"] == pytest.approx(100.0 * 60 / 210, abs=1e-3)  # no gaps
+    assert v["categories"]["reduction"]["count"] == 1 and v["categories"]["extern"]["span_pct"] == 0.0
 
 
 def test_summary_says_why_inductor_and_memory_are_null() -> None:
