@@ -299,12 +299,13 @@ def check(
 
 def _summary_one(trace: Trace, include_edge_steps: bool, timeline: bool) -> dict[str, Any]:
     from perflint.metrics.step_breakdown import step_breakdown
-    from perflint.metrics.summary import summarize
+    from perflint.metrics.summary import add_views, summarize
 
     out = summarize(trace, include_edge_steps=include_edge_steps)
     out["steps"]["breakdown"], why = step_breakdown(trace)
     if why and out["steps"]["median_us"] is not None:  # without steps the summary already says why
         out["warnings"].append(why)
+    add_views(trace, out)
     if timeline:
         from perflint.metrics.tb_gpu import gpu_timeline
 

@@ -178,15 +178,33 @@ TABLE_COLUMNS = PYPROF_COLUMNS + PERFLINT_COLUMNS
 DEFAULT_COLUMNS = ("idx", "dir", "op", "kernel", "sil", "tc", "grid", "block", "category")
 
 
+def table_columns(traces: list[Trace]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(known, default) columns of `kernel_table` over these traces: a CUPTI counter trace adds
+    its counters under their metric names, and shows them by default."""
+    from perflint.metrics.counter_table import COUNTER_DEFAULT_COLUMNS, COUNTER_TABLE_COLUMNS, counter_names
+
+    counters = list(dict.fromkeys(c for t in traces for c in counter_names(t)))
+    if not counters:
+        return TABLE_COLUMNS, DEFAULT_COLUMNS
+    known = tuple(dict.fromkeys((*TABLE_COLUMNS, *COUNTER_TABLE_COLUMNS, *counters)))
+    return known, (*COUNTER_DEFAULT_COLUMNS, *counters)
+
+
 def kernel_table(t: Trace) -> Iterator[dict[str, Any]]:
     """One row per kernel launch in start-time order with TABLE_COLUMNS: pyprof's attribution
-    (graph.attribution) beside the kernel's class and launch configuration."""
+    (graph.attribution) beside the kernel's class and launch configuration. A CUPTI counter trace
+    gives one row per measured kernel instead (metrics.counter_table: counters, op stack, flops)."""
     from perflint.graph.attribution import attribute
     from perflint.metrics.kernel_names import parse_kernel_name
     from perflint.metrics.roofline import kernel_rows_roofline
     from perflint.metrics.work import kernel_work
     from perflint.metrics.work.pyprof import pyprof_op, pyprof_tc
 
+    if t.counter_ranges:
+        from perflint.metrics.counter_table import counter_rows
+
+        yield from counter_rows(t)
+        return
     rows, order, iid, infos = _kernel_rows(t)
     if not rows:
         return

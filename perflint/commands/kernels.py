@@ -28,7 +28,8 @@ def add_parser(sub: Any, name: str) -> None:
         "--columns",
         default=None,
         metavar="COL,...",
-        help=f"columns, in this order (default {','.join(default)}; all: {','.join(cols)})",
+        help=f"columns, in this order (default {','.join(default)}; all: {','.join(cols)})"
+        + ("" if ops else "; a CUPTI counter trace adds its counters by metric name, shown by default"),
     )
     if ops:
         p.add_argument("--group-by", choices=GROUPS, default="op", help="one row per op name (default), name and input shape, module or layer")
@@ -41,24 +42,23 @@ def add_parser(sub: Any, name: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from perflint.graph.load import load_traces
+    from perflint.metrics.counter_table import COUNTER_TABLE_COLUMNS
     from perflint.op_view import DEFAULT_COLUMNS as VIEW_DEFAULTS
     from perflint.op_view import VIEW_COLUMNS, op_view, sort_rows
-    from perflint.tables import DEFAULT_COLUMNS, TABLE_COLUMNS, kernel_table
+    from perflint.tables import TABLE_COLUMNS, kernel_table, table_columns
 
     ops = args.command == "ops"
-    known = VIEW_COLUMNS if ops else TABLE_COLUMNS
-    given = args.columns if args.columns is not None else ",".join(VIEW_DEFAULTS[args.group_by] if ops else DEFAULT_COLUMNS)
-    cols = [c.strip() for c in given.split(",") if c.strip()]
-    bad = [c for c in cols if c not in known]
-    if bad or not cols:
-        raise UsageError("--columns", f"unknown column(s) {', '.join(bad) or '(none given)'} (known: {', '.join(known)})")
     if args.width is not None and args.width < 20:
         raise UsageError("--width", f"must be 20 or more, not {args.width}")
-    if ops and args.sort not in known:
-        raise UsageError("--sort", f"unknown column {args.sort} (known: {', '.join(known)})")
+    if ops and args.sort not in VIEW_COLUMNS:
+        raise UsageError("--sort", f"unknown column {args.sort} (known: {', '.join(VIEW_COLUMNS)})")
     if ops and args.top is not None and args.top < 1:
         raise UsageError("--top", f"must be 1 or more, not {args.top}")
+    if args.columns is not None:  # a typo fails before a large trace is read
+        _check_columns(args.columns, VIEW_COLUMNS if ops else TABLE_COLUMNS + COUNTER_TABLE_COLUMNS, lenient=not ops)
     traces = load_traces(args.path, args.input_format)
+    known, default = (VIEW_COLUMNS, VIEW_DEFAULTS[args.group_by]) if ops else table_columns(traces)
+    cols = _check_columns(args.columns, known) if args.columns is not None else list(default)
     many = len(traces) > 1
     if many:
         cols = ["rank", *cols]
@@ -70,6 +70,16 @@ def run(args: argparse.Namespace) -> int:
 
     write(rows(), cols, args.format, args.width)
     return 0
+
+
+def _check_columns(spec: str, known: tuple[str, ...], lenient: bool = False) -> list[str]:
+    """The columns of -c, in order. `lenient`: before the traces are read, a name that could be a
+    counter's metric name (it has a dot or two underscores) passes."""
+    cols = [c.strip() for c in spec.split(",") if c.strip()]
+    bad = [c for c in cols if c not in known and not (lenient and ("." in c or "__" in c))]
+    if bad or not cols:
+        raise UsageError("--columns", f"unknown column(s) {', '.join(bad) or '(none given)'} (known: {', '.join(dict.fromkeys(known))})")
+    return cols
 
 
 def _cell(v: Any) -> str:

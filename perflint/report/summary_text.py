@@ -11,8 +11,11 @@ from typing import Any
 import numpy as np
 
 from perflint.report._common import fmt_us as _us
+from perflint.units import fmt_size
 
 SPARK_WIDTH = 60
+KERNEL_VIEW_ROWS = 5  # kernel view rows in the text; the JSON carries every kernel name
+INDUCTOR_ROWS = 3  # kernels per Inductor category in the text
 _BARS = " ▁▂▃▄▅▆▇█"  # 0, then eighths up to a full bar
 
 
@@ -65,6 +68,50 @@ def _short(name: str, width: int) -> str:
     return name if len(name) <= width else name[: width - 3] + "..."
 
 
+def _opt(x: float | None, nd: int = 2) -> str:
+    return "-" if x is None else f"{x:.{nd}f}"
+
+
+def _kernel_view(rows: list[dict[str, Any]]) -> list[str]:
+    """The TensorBoard plugin's kernel view, its first rows (most total time first)."""
+    if not rows:
+        return []
+    more = f" (top {KERNEL_VIEW_ROWS} of {len(rows)})" if len(rows) > KERNEL_VIEW_ROWS else ""
+    out = [f"Kernel view{more}:", f"  {'TC':>3} {'calls':>6} {'total':>10} {'mean':>10} {'max':>10} {'min':>10} {'blk/SM':>7} {'occ%':>6}  kernel"]
+    for r in rows[:KERNEL_VIEW_ROWS]:
+        tc = "-" if r["tensor_cores"] is None else ("yes" if r["tensor_cores"] else "no")
+        out.append(
+            f"  {tc:>3} {r['calls']:>6} {_us(r['total_us']):>10} {_us(r['mean_us']):>10} {_us(r['max_us']):>10} "
+            f"{_us(r['min_us']):>10} {_opt(r['blocks_per_sm']):>7} {_opt(r['occupancy_pct'], 1):>6}  {_short(r['name'], 60)}"
+        )
+    return out
+
+
+def _inductor(v: dict[str, Any] | None) -> list[str]:
+    if v is None:
+        return []
+    out = [f"Inductor view   GPU busy {_pct(v['busy_pct'])} of the kernel span; kernel time {_us(v['kernel_time_us'])}"]
+    for cat, c in v["categories"].items():
+        if not c["count"]:
+            continue
+        out.append(f"  {cat:<22} {c['count']:>6} {_us(c['time_us']):>10} {c['pct']:6.1f}%")
+        for k in c["kernels"][:INDUCTOR_ROWS]:
+            out.append(f"    {k['count']:>6} {_us(k['time_us']):>10} {k['pct']:6.1f}%  {_short(k['name'], 60)}")
+    return out
+
+
+def _memory(m: dict[str, Any] | None) -> list[str]:
+    if m is None:
+        return []
+    out = []
+    for d in m["devices"]:
+        cap = f" of {fmt_size(d['device_memory_bytes'])} ({_pct(d['peak_pct'])})" if d["device_memory_bytes"] else ""
+        bound = "" if d["exact"] else " (lower bound: no allocator totals recorded)"
+        res = f", reserved {fmt_size(d['peak_reserved_bytes'])}" if d["peak_reserved_bytes"] is not None else ""
+        out.append(f"Peak memory     GPU {d['device_id']}: allocated {fmt_size(d['peak_allocated_bytes'])}{cap}{res}{bound}")
+    return out
+
+
 def render_summary(t: dict[str, Any]) -> str:
     dev = t["device"]
     lines = [f"== {t['path']}" + (f" [rank {t['rank']}]" if t["rank"] is not None else "")]
@@ -105,6 +152,9 @@ def render_summary(t: dict[str, Any]) -> str:
             lines.append(
                 f"  {_us(row['total_us']):>10} {row['count']:>6} {_us(row['mean_us']):>10}  {_short(row['name'], 60)}{op}"
             )
+    lines += _kernel_view(t.get("kernel_view") or [])
+    lines += _inductor(t.get("inductor"))
+    lines += _memory(t.get("memory"))
     if t.get("timeline") is not None:
         lines += _timeline(t["timeline"])
     for w in t.get("warnings", []):

@@ -115,6 +115,7 @@ def panels(ctx: Context, summary: dict[str, Any] | None = None) -> dict[str, Any
         "gpu": summ["gpu"],
         "tensor_cores": summ["tensor_cores"],
         "kernels": summ["kernels"],
+        "kernel_view": summ.get("kernel_view"),  # `perflint summary` only
         "steps": {"numbers": [s.number for s in steps], "durs_us": [round(s.dur, 3) for s in steps]},
         "breakdown": breakdown,
         "breakdown_why": why,

@@ -137,6 +137,23 @@ def kernels_block(p: dict[str, Any]) -> str:
         [("kernel", False), ("top-level op", False), ("calls", True), ("total us", True), ("mean us", True)], rows)
 
 
+KERNEL_VIEW_ROWS = 100  # the JSON output carries every kernel name
+
+
+def kernel_view_block(p: dict[str, Any]) -> str:
+    """The TensorBoard plugin's kernel view (`perflint summary`), behind a disclosure."""
+    kv = p.get("kernel_view") or []
+    if not kv:
+        return ""
+    tc = {None: "-", True: "yes", False: "no"}
+    rows = [[code(k["name"]), t(tc[k["tensor_cores"]]), n(k["calls"], nd=0), n(k["total_us"]), n(k["mean_us"], nd=2), n(k["max_us"], nd=2),
+             n(k["min_us"], nd=2), n(k["blocks_per_sm"], nd=2), n(k["occupancy_pct"], "%")] for k in kv[:KERNEL_VIEW_ROWS]]
+    tab = table([("kernel", False), ("Tensor Cores", False), ("calls", True), ("total us", True), ("mean us", True), ("max us", True),
+                 ("min us", True), ("mean blocks/SM", True), ("mean est. occupancy", True)], rows)
+    more = f" (top {KERNEL_VIEW_ROWS} of {len(kv)})" if len(kv) > KERNEL_VIEW_ROWS else ""
+    return f"<details><summary>Kernel view: {len(kv)} kernel names{more}</summary>{tab}</details>"
+
+
 def ops_block(p: dict[str, Any]) -> str:
     ops = p.get("ops") or []
     if not ops:
@@ -188,7 +205,7 @@ def trace_section(p: dict[str, Any], alpha: float = 0.05) -> str:
         + (f"<details><summary>{len(p['warnings'])} warnings</summary><ul>{warns}</ul></details>" if warns else "")
         + breakdown_block(p) + timeline_block(p)
         + category_block(p) + "<h3>Roofline</h3>" + ROOFLINE_HOOK
-        + kernels_block(p) + ops_block(p) + comparison_block(p.get("baseline"), alpha) + "</section>"
+        + kernels_block(p) + kernel_view_block(p) + ops_block(p) + comparison_block(p.get("baseline"), alpha) + "</section>"
     )
 
 
