@@ -84,9 +84,9 @@ def test_inductor_categories_and_busy_time(tmp_path: Path) -> None:
     assert v["categories"]["reduction"]["count"] == 1 and v["categories"]["extern"]["span_pct"] == 0.0
 
 
-def test_summary_says_why_inductor_and_memory_are_null() -> None:
+def test_an_eager_trace_has_no_inductor_view_and_no_warning_about_it() -> None:
     (out,) = summary(str(FIXTURES / "gpu/gemm_fp32.pt.trace.json.gz"))
-    assert out["inductor"] is None and any("inductor is null" in w for w in out["warnings"])
+    assert out["inductor"] is None and not any("nductor" in w for w in out["warnings"])
     assert out["kernel_view"] and out["kernel_view"][0]["total_us"] >= out["kernel_view"][-1]["total_us"]
 
 
