@@ -36,7 +36,7 @@ from perflint.metrics.roofline import Roofline, group_roofline, kernel_peaks
 from perflint.metrics.shapes import CONV_OPS, GEMM_OPS
 from perflint.metrics.work import kernel_work, op_work
 from perflint.model import KERNEL, NONE, OP_ANNOTATION, OP_CPU, Trace
-from perflint.tables import OP_COLUMNS, _kernel_rows, op_times
+from perflint.tables import OP_COLUMNS, kernel_dtypes, op_times
 
 GROUPS = ("op", "op+shape", "module", "layer")
 # Added after the op table's columns; the group's key columns come first in the defaults.
@@ -312,16 +312,16 @@ def op_view(t: Trace, group_by: str = "op") -> list[dict[str, Any]]:
 def _group_roofline(t: Trace, op_group: np.ndarray, m: int) -> Roofline:
     """The roofline of each group's kernels: their modelled FLOPs and bytes (`kernel_work`) over
     their time, against the peaks of their devices, dtypes and units (metrics.roofline)."""
-    rows, order, _, _ = _kernel_rows(t)
-    kern = np.flatnonzero(t.gpu.kind == KERNEL)[order]  # GPU rows of `rows`, in row order
-    kf, kb = kernel_work(t)
+    g = t.gpu
+    kern = np.flatnonzero(g.kind == KERNEL)
     kop = kernel_op(t)[kern]
     gid = np.where(kop != NONE, op_group[np.maximum(kop, 0)], -1)
     mine = np.flatnonzero(gid >= 0)
-    pk, bw = kernel_peaks(t, [rows[i]["device"] for i in mine.tolist()], [rows[i]["dtype"] for i in mine.tolist()],
-                          [rows[i]["tensor_cores"] for i in mine.tolist()])  # fmt: skip
-    dur = t.gpu.dur[kern[mine]].astype(np.float64)
-    return group_roofline(gid[mine], m, kf[kern[mine]], kb[kern[mine]], dur, pk, bw)
+    rows = kern[mine]
+    tc = classify(t).tensor_core[rows]
+    pk, bw = kernel_peaks(t, g.device[rows].tolist(), kernel_dtypes(t, rows), [None if v < 0 else bool(v) for v in tc.tolist()])
+    kf, kb = kernel_work(t)
+    return group_roofline(gid[mine], m, kf[rows], kb[rows], g.dur[rows].astype(np.float64), pk, bw)
 
 
 def _nan_none(x: np.ndarray) -> list[float | None]:

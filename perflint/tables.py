@@ -8,7 +8,7 @@ the rows themselves are built from whole columns.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -46,28 +46,9 @@ def _kernel_rows(t: Trace) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray
     sel = kern[order]
     if len(sel) == 0:
         return [], order, np.zeros(0, dtype=np.int64), []
-    vendor = trace_vendor(t)
     cls = classify(t)
-    iid, infos = op_infos(Context(t), kernel_op(t)[sel])
-    # The name and launch-site columns are resolved once per distinct (kernel name, launch site).
-    width = len(infos) + 1
-    pairs, inverse = unique_inverse(g.name[sel].astype(np.int64) * width + iid)
-    per_pair = []
-    for code in pairs.tolist():
-        sid, ii = divmod(code, width)
-        kname, info = t.s(sid), infos[ii]
-        per_pair.append(
-            (
-                kname,
-                classify_kernel(kname, vendor).library or None,
-                kernel_row_dtype(t, info, kname),
-                info.stack[-1] if info.stack else None,
-                info.stack[0] if info.stack else None,
-            )
-        )
-    occ = g.occupancy[sel]
-    # Kineto writes 0 when its occupancy query failed while blocks ran: unknown, not zero.
-    occ = np.where(np.isnan(occ) | ((occ == 0) & (g.blocks_per_sm[sel] > 0)), np.nan, occ)
+    iid, infos, inverse, per_pair = _kernel_sites(t, sel)
+    occ = _occupancy(g, sel)
     tc = cls.tensor_core[sel].tolist()
     cats = cls.category[sel].tolist()
     cols = zip(
@@ -104,6 +85,39 @@ def _kernel_rows(t: Trace) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray
             }
         )
     return out, order, iid, infos
+
+
+def _kernel_sites(t: Trace, sel: np.ndarray) -> tuple[np.ndarray, list[OpInfo], np.ndarray, list[tuple[str, str | None, str | None, str | None, str | None]]]:
+    """For the kernels at GPU rows `sel`: their launch sites (indexes into the OpInfo list), and per
+    distinct (kernel name, launch site) pair, resolved once, its name, library, dtype, bottom- and
+    top-level op (`inverse`: each kernel's pair)."""
+    vendor = trace_vendor(t)
+    iid, infos = op_infos(Context(t), kernel_op(t)[sel])
+    width = len(infos) + 1
+    pairs, inverse = unique_inverse(t.gpu.name[sel].astype(np.int64) * width + iid)
+    per_pair = []
+    for code in pairs.tolist():
+        sid, ii = divmod(code, width)
+        kname, info = t.s(sid), infos[ii]
+        per_pair.append(
+            (
+                kname,
+                classify_kernel(kname, vendor).library or None,
+                kernel_row_dtype(t, info, kname),
+                info.stack[-1] if info.stack else None,
+                info.stack[0] if info.stack else None,
+            )
+        )
+    return iid, infos, inverse, per_pair
+
+
+def kernel_dtypes(t: Trace, sel: np.ndarray) -> list[str | None]:
+    """The math dtype of each kernel at GPU rows `sel` (as kernel_rows gives it)."""
+    if len(sel) == 0:
+        return []
+    _, _, inverse, per_pair = _kernel_sites(t, sel)
+    dtypes = [p[2] for p in per_pair]
+    return [dtypes[i] for i in inverse.tolist()]
 
 
 def _subtree_sums(t: Trace, own: np.ndarray) -> np.ndarray:
@@ -190,76 +204,127 @@ def table_columns(traces: list[Trace]) -> tuple[tuple[str, ...], tuple[str, ...]
     return known, (*COUNTER_DEFAULT_COLUMNS, *counters)
 
 
-def kernel_table(t: Trace) -> Iterator[dict[str, Any]]:
-    """One row per kernel launch in start-time order with TABLE_COLUMNS: pyprof's attribution
-    (graph.attribution) beside the kernel's class and launch configuration. A CUPTI counter trace
-    gives one row per measured kernel instead (metrics.counter_table: counters, op stack, flops)."""
-    from perflint.graph.attribution import attribute
-    from perflint.metrics.kernel_names import parse_kernel_name
-    from perflint.metrics.roofline import kernel_rows_roofline
-    from perflint.metrics.work import kernel_work
-    from perflint.metrics.work.pyprof import pyprof_op, pyprof_tc
-
+def kernel_table(t: Trace, columns: Sequence[str] | None = None) -> Iterator[dict[str, Any]]:
+    """One row per kernel launch in start-time order with TABLE_COLUMNS (or only `columns`):
+    pyprof's attribution (graph.attribution) beside the kernel's class and launch configuration.
+    A CUPTI counter trace gives one row per measured kernel instead (metrics.counter_table:
+    counters, op stack, flops)."""
     if t.counter_ranges:
         from perflint.metrics.counter_table import counter_rows
 
         yield from counter_rows(t)
         return
-    rows, order, iid, infos = _kernel_rows(t)
-    if not rows:
-        return
-    att = attribute(t)  # positions: the trace's kernels in GPU-table order, as `order` indexes them
-    bps = t.gpu.blocks_per_sm[att.kernels]
-    kf_all, kb_all = kernel_work(t)
-    kf_all, kb_all = kf_all[att.kernels], kb_all[att.kernels]
-    kflops, kbytes = kf_all.tolist(), kb_all.tolist()
-    marked = any(s.marked for s in att.sites)
-    roof = kernel_rows_roofline(t, rows, kf_all[order], kb_all[order])
-    tflops, gbps, pct = (_nan_none(x) for x in (roof.tflops, roof.gbps, roof.pct_of_peak))
-    base: dict[str, str] = {}  # pyprof's kernel column: the function's name, once per distinct name
-    for idx, (row, i, site) in enumerate(zip(rows, order.tolist(), iid.tolist())):
-        rec = att.record(i)
-        mod, op = att.shown(i)
-        info = infos[site]
-        b = float(bps[i])
-        matrix = row["category"] in ("gemm", "conv", "attention")
-        op = pyprof_op(op, matrix)
-        kf, kb = kflops[i], kbytes[i]
-        yield {
-            "idx": idx,
-            "seq": rec["seq"],
-            "altseq": rec["altseq"],
-            "tid": rec["tid"],
-            "layer": rec["layer"],
-            "trace": rec["trace"],
-            "dir": rec["dir"],
-            "sub": rec["sub"],
-            "mod": mod,
-            "op": op,
-            "kernel": base.get(row["name"]) or base.setdefault(row["name"], parse_kernel_name(row["name"]).function or row["name"]),
-            "params": rec["params"],
-            "sil": int(round(row["dur_us"] * 1000)),
-            "tc": pyprof_tc(op, matrix, row["tensor_cores"], marked, not att.marked_site(i)),
-            "device": row["device"],
-            "stream": row["stream"],
-            "grid": row["grid"],
-            "block": row["block"],
-            "flops": None if kf != kf else kf,
-            "bytes": None if kb != kb else kb,
-            "name": row["name"],
-            "category": row["category"],
-            "library": row["library"],
-            "dtype": row["dtype"],
-            "blocks_per_sm": None if b != b else b,
-            "occupancy": row["occupancy_pct"],
-            "top_level_op": row["top_level_op"],
-            "bottom_level_op": row["op"],
-            "op_stack": list(info.stack),
-            "tflops": tflops[idx],
-            "gbps": gbps[idx],
-            "pct_of_peak": pct[idx],
-            "bound": roof.bound[idx],
-        }
+    cols = kernel_columns(t, columns or TABLE_COLUMNS)
+    keys = list(cols)
+    for vals in zip(*cols.values()):
+        yield dict(zip(keys, vals))
+
+
+_RECORD = frozenset(("seq", "altseq", "tid", "layer", "trace", "sub", "params"))  # attribution.record's
+_PYPROF = _RECORD | {"dir", "mod", "op", "tc"}
+_ROOF = frozenset(("tflops", "gbps", "pct_of_peak", "bound"))
+_WORK = _ROOF | {"flops", "bytes"}
+
+
+def kernel_columns(t: Trace, columns: Sequence[str] = TABLE_COLUMNS) -> dict[str, list[Any]]:
+    """`kernel_table` by column: each of `columns` (TABLE_COLUMNS names) as one list, a value per
+    kernel launch in start-time order. Only what the columns need is computed, per distinct value
+    where it can be (kernel name and launch site, attribution site), and whole columns at a time."""
+    from perflint.graph.attribution import attribute
+    from perflint.metrics.kernel_names import parse_kernel_name
+    from perflint.metrics.roofline import kernel_peaks, roofline
+    from perflint.metrics.work import kernel_work
+    from perflint.metrics.work.pyprof import pyprof_op, pyprof_tc
+
+    need = set(columns)
+    g = t.gpu
+    kern = np.flatnonzero(g.kind == KERNEL)
+    order = np.argsort(g.ts[kern], kind="stable")  # row -> position among the kernels
+    sel = kern[order]
+    n = len(sel)
+    if n == 0:
+        return {c: [] for c in columns}
+    cls = classify(t)
+    iid, infos, inverse, per_pair = _kernel_sites(t, sel)
+    inv = inverse.tolist()
+
+    def by_pair(k: int) -> list[Any]:
+        vals = [p[k] for p in per_pair]
+        return [vals[i] for i in inv]
+
+    cat = cls.category[sel]
+    tc = cls.tensor_core[sel]
+    got: dict[str, Any] = {"idx": lambda: list(range(n))}
+    got["name"] = lambda: by_pair(0)
+    got["library"] = lambda: by_pair(1)
+    got["dtype"] = lambda: by_pair(2)
+    got["bottom_level_op"] = lambda: by_pair(3)
+    got["top_level_op"] = lambda: by_pair(4)
+    got["category"] = lambda: np.asarray(CATEGORIES, dtype=object)[cat].tolist()
+    got["device"] = lambda: g.device[sel].tolist()
+    got["stream"] = lambda: g.stream[sel].tolist()
+    got["grid"] = lambda: _dims(g.grid[sel].tolist())
+    got["block"] = lambda: _dims(g.block[sel].tolist())
+    got["sil"] = lambda: np.rint(g.dur[sel] * 1000).astype(np.int64).tolist()
+    got["blocks_per_sm"] = lambda: _nan_none(g.blocks_per_sm[sel])
+    got["occupancy"] = lambda: _nan_none(_occupancy(g, sel))
+
+    def kernel() -> list[Any]:
+        base = {p[0]: parse_kernel_name(p[0]).function or p[0] for p in per_pair}
+        return [base[x] for x in by_pair(0)]
+
+    def op_stack() -> list[Any]:
+        stacks = [info.stack for info in infos]
+        return [list(stacks[i]) for i in iid.tolist()]
+
+    got["kernel"], got["op_stack"] = kernel, op_stack
+    out: dict[str, list[Any]] = {}
+    if need & _PYPROF:
+        att = attribute(t)  # positions: the trace's kernels in GPU-table order, as `order` indexes them
+        if need & _RECORD:
+            recs = [att.record(i) for i in order.tolist()]
+            for c in _RECORD & need:
+                out[c] = [r[c] for r in recs]
+        site = att.site[order]
+        dirs = [s.dir for s in att.sites]
+        got["dir"] = lambda: [dirs[k] for k in site.tolist()]
+        # pyprof shows a bprop kernel without its own marker with its fprop kernel's site.
+        fp = att.fprop[order]
+        shown = att.site[np.where(fp != NONE, fp, order)]
+        matrix = np.isin(cat, [CATEGORIES.index(c) for c in ("gemm", "conv", "attention")])
+        marked = any(x.marked for x in att.sites)
+        # mod, op and tc per distinct (shown site, matrix kernel, Tensor Core verdict).
+        keys, kinv = unique_inverse((shown.astype(np.int64) * 2 + matrix) * 3 + (tc.astype(np.int64) + 1))
+        per_key = []
+        for code in keys.tolist():
+            rest, tcv = divmod(code, 3)
+            k, mx = divmod(rest, 2)
+            st = att.sites[k]
+            op = pyprof_op(st.op[0] if st.op else "", bool(mx))
+            per_key.append((st.mod[0] if st.mod else "", op, pyprof_tc(op, bool(mx), None if tcv == 0 else tcv == 2, marked, not st.marked)))
+        kl = kinv.tolist()
+        for c, k in (("mod", 0), ("op", 1), ("tc", 2)):
+            vals = [p[k] for p in per_key]
+            got[c] = lambda vals=vals: [vals[i] for i in kl]
+    if need & _WORK:
+        kf, kb = kernel_work(t)
+        kf, kb = kf[sel], kb[sel]
+        got["flops"], got["bytes"] = (lambda: _nan_none(kf)), (lambda: _nan_none(kb))
+        if need & _ROOF:
+            pk, bw = kernel_peaks(t, g.device[sel].tolist(), by_pair(2), [None if v < 0 else bool(v) for v in tc.tolist()])
+            roof = roofline(kf, kb, g.dur[sel].astype(np.float64), pk, bw)
+            got["tflops"], got["gbps"] = (lambda: _nan_none(roof.tflops)), (lambda: _nan_none(roof.gbps))
+            got["pct_of_peak"], got["bound"] = (lambda: _nan_none(roof.pct_of_peak)), (lambda: list(roof.bound))
+    for c in columns:
+        if c not in out:
+            out[c] = got[c]() if c in got else [None] * n
+    return {c: out[c] for c in columns}
+
+
+def _occupancy(g: Any, sel: np.ndarray) -> np.ndarray:
+    occ = g.occupancy[sel]
+    # Kineto writes 0 when its occupancy query failed while blocks ran: unknown, not zero.
+    return np.where(np.isnan(occ) | ((occ == 0) & (g.blocks_per_sm[sel] > 0)), np.nan, occ)
 
 
 def _nan_none(x: np.ndarray) -> list[float | None]:

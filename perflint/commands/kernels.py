@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from perflint.metrics.counter_table import COUNTER_TABLE_COLUMNS
     from perflint.op_view import DEFAULT_COLUMNS as VIEW_DEFAULTS
     from perflint.op_view import VIEW_COLUMNS, op_view, sort_rows
-    from perflint.tables import TABLE_COLUMNS, kernel_table, table_columns
+    from perflint.tables import TABLE_COLUMNS, kernel_columns, kernel_table, table_columns
 
     ops = args.command == "ops"
     if args.width is not None and args.width < 20:
@@ -63,6 +63,18 @@ def run(args: argparse.Namespace) -> int:
     if many:
         cols = ["rank", *cols]
 
+    if not ops and args.format in ("csv", "tsv") and not any(t.counter_ranges for t in traces):
+        # Whole columns, formatted a column at a time: the big tables' fast path.
+        names = [c for c in cols if c != "rank"]
+        w = csv.writer(sys.stdout, delimiter="," if args.format == "csv" else "\t", lineterminator="\n")
+        w.writerow(cols)
+        for t in traces:
+            got = kernel_columns(t, [c for c in names if c in TABLE_COLUMNS])
+            n = len(next(iter(got.values()), []))
+            data = [[t.rank] * n if c == "rank" else _column_cells(got.get(c) or [None] * n) for c in cols]
+            w.writerows(zip(*data))
+        return 0
+
     def rows() -> Iterator[dict[str, Any]]:
         for t in traces:
             for r in sort_rows(op_view(t, args.group_by), args.sort)[: args.top] if ops else kernel_table(t):
@@ -70,6 +82,13 @@ def run(args: argparse.Namespace) -> int:
 
     write(rows(), cols, args.format, args.width)
     return 0
+
+
+def _column_cells(vals: list[Any]) -> list[Any]:
+    """A column's csv cells: text and integers as they are, the rest through `_cell`."""
+    if set(map(type, vals)) <= {str, int}:
+        return vals
+    return [_cell(v) for v in vals]
 
 
 def _check_columns(spec: str, known: tuple[str, ...], lenient: bool = False) -> list[str]:
@@ -82,15 +101,20 @@ def _check_columns(spec: str, known: tuple[str, ...], lenient: bool = False) -> 
     return cols
 
 
-def _cell(v: Any) -> str:
+def _cell(v: Any) -> Any:
+    t = type(v)
+    if t is str or t is int:  # most cells: the csv writer and str() take them as they are
+        return v
     if v is None:
         return ""
     if isinstance(v, float):
         return f"{v:.3f}".rstrip("0").rstrip(".") if v != int(v) else str(int(v))
+    if t is list and len(v) == 3 and type(v[0]) is int and type(v[1]) is int and type(v[2]) is int:
+        return f"{v[0]},{v[1]},{v[2]}"  # grid, block: "640,1,1" as pyprof writes them
     if isinstance(v, (list, tuple)):
         if v and all(isinstance(x, int) for x in v):
             return ",".join(str(x) for x in v)  # grid, block: "640,1,1" as pyprof writes them
-        return json.dumps(v, default=str) if v and isinstance(v[0], (list, tuple, dict)) else ";".join(_cell(x) for x in v)
+        return json.dumps(v, default=str) if v and isinstance(v[0], (list, tuple, dict)) else ";".join(str(_cell(x)) for x in v)
     if isinstance(v, dict):
         return json.dumps(v, sort_keys=True)
     return str(v)
@@ -119,7 +143,7 @@ def write(rows: Iterable[dict[str, Any]], cols: list[str], fmt: str, width: int 
         widths[wide] = max(len(wide), width - rest)
     out.write("  ".join(c.ljust(widths[c]) for c in cols).rstrip() + "\n")
     for r in rows:
-        out.write("  ".join(_fit(_cell(r.get(c)), widths[c]) for c in cols).rstrip() + "\n")
+        out.write("  ".join(_fit(str(_cell(r.get(c))), widths[c]) for c in cols).rstrip() + "\n")
 
 
 _WIDTH = {"flops": 14, "input_shape": 24, "module": 24, "layer": 32, "tc_eligible": 11, "idx": 5, "dir": 5, "sil": 9, "tc": 2, "seq": 6, "tid": 8, "sub": 3, "device": 6, "stream": 6, "grid": 12, "block": 12, "kernel": 60, "name": 40, "op": 16, "mod": 18}

@@ -21,11 +21,10 @@ runtime call; the graph links a call to the innermost op open at its start.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from perflint.graph.build import op_chain
 from perflint.model import KERNEL, NONE, OP_ANNOTATION, Trace
 
 FPROP, BPROP = "fprop", "bprop"
@@ -107,7 +106,11 @@ def attribute(trace: Trace) -> Attribution:
     thread_ids = np.asarray([_int(t) for _, t in trace.threads] or [NONE], dtype=np.int64)
     tid[linked] = thread_ids[rt.thread[launch[linked]]]
     uniq, inv = np.unique(op, return_inverse=True)
-    sites = [_site(trace, int(o)) if o != NONE else _NO_SITE for o in uniq.tolist()]
+    o = trace.ops
+    # The op columns as lists, once: the walks up the op tree read them op by op.
+    cols = _OpCols(o.parent.tolist(), o.name.tolist(), o.stack.tolist(), o.pycall.tolist(), o.seq.tolist(), o.kind.tolist())
+    walk = _Walk(trace, cols)
+    sites = [walk.site(int(op)) if op != NONE else _NO_SITE for op in uniq.tolist()]
     site = inv.reshape(-1)
     seq, sub, fprop, altseq = _sequence(sites, site)
     return Attribution(kernels, site, sites, seq, sub, tid, fprop, altseq)
@@ -120,26 +123,68 @@ def _int(text: str) -> int:
         return NONE
 
 
-def _site(t: Trace, op: int) -> Site:
-    ops = t.ops
-    calls: list[tuple[str, str, int]] = []
-    seq_marks: list[tuple[str, int]] = []
-    layers: list[str] = []
-    others: list[str] = []
-    stack = NONE
-    for o in op_chain(t, op):
-        name = t.s(int(ops.name[o]))
-        if "CheckpointFunctionBackward" in name:
-            continue
-        if ops.stack[o] != NONE:
-            stack = int(ops.stack[o])  # the innermost one wins, as pyprof keeps the last trace marker
-        if ops.pycall[o] != NONE:
-            module, _, fn = t.s(int(ops.pycall[o])).rpartition(".")
-            calls.append((module, fn, o))
-        elif ops.seq[o] != NONE:
-            seq_marks.append((name, int(ops.seq[o])))
-        elif ops.kind[o] == OP_ANNOTATION:
-            (layers if name.startswith("layer:") else others).append(name)
+class _OpCols(NamedTuple):
+    parent: list[int]
+    name: list[int]
+    stack: list[int]
+    pycall: list[int]
+    seq: list[int]
+    kind: list[int]
+
+
+# What the ops on a chain, outermost first, tell pyprof: its calls (module, function, op), its
+# sequence-number marks (name, seq), its layer and other annotations, and the innermost stack.
+_State = tuple[tuple[tuple[str, str, int], ...], tuple[tuple[str, int], ...], tuple[str, ...], tuple[str, ...], int]
+_ROOT: _State = ((), (), (), (), NONE)
+
+
+class _Walk:
+    """The state of every op's chain, each op folded once onto its parent's state (a trace's
+    launch sites share most of their ancestors), and one Site per distinct state."""
+
+    def __init__(self, t: Trace, ops: _OpCols) -> None:
+        self.t, self.ops = t, ops
+        self.states: dict[int, _State] = {}
+        self.sites: dict[_State, Site] = {}
+
+    def state(self, op: int) -> _State:
+        states, parent = self.states, self.ops.parent
+        path: list[int] = []
+        while op != NONE and op not in states:
+            path.append(op)
+            op = parent[op]
+        st = states[op] if op != NONE else _ROOT
+        ops, t = self.ops, self.t
+        for o in reversed(path):
+            name = t.s(ops.name[o])
+            if "CheckpointFunctionBackward" not in name:
+                calls, marks, layers, others, stack = st
+                if ops.stack[o] != NONE:
+                    stack = ops.stack[o]  # the innermost one wins, as pyprof keeps the last trace marker
+                if ops.pycall[o] != NONE:
+                    module, _, fn = t.s(ops.pycall[o]).rpartition(".")
+                    calls = (*calls, (module, fn, o))
+                elif ops.seq[o] != NONE:
+                    marks = (*marks, (name, ops.seq[o]))
+                elif ops.kind[o] == OP_ANNOTATION:
+                    if name.startswith("layer:"):
+                        layers = (*layers, name)
+                    else:
+                        others = (*others, name)
+                st = (calls, marks, layers, others, stack)
+            states[o] = st
+        return st
+
+    def site(self, op: int) -> Site:
+        st = self.state(op)
+        got = self.sites.get(st)
+        if got is None:
+            got = self.sites[st] = _site(self.t, st)
+        return got
+
+
+def _site(t: Trace, st: _State) -> Site:
+    calls, seq_marks, layers, others, stack = st
     marks = _prune(sorted(set(seq_marks), key=lambda m: f"{m[1]}{m[0]}, seq"))
     direction = BPROP if any(n.endswith(_BPROP_SUFFIXES) for n, _ in marks) else FPROP
     ids = sorted({s for _, s in marks})
@@ -152,7 +197,7 @@ def _site(t: Trace, op: int) -> Site:
         if not names:
             names = [n for n, _ in marks]
         if not names and others:
-            names = others[:1]
+            names = list(others[:1])
         mod, opn = ("na",) * max(len(names), 1), tuple(names)
     return Site(
         mod=mod,
