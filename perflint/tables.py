@@ -32,6 +32,21 @@ def _dims(rows: list[list[int]]) -> list[list[int] | None]:
     return [d if any(d) else None for d in rows]
 
 
+def _dims_column(dims: np.ndarray) -> list[list[int] | None]:
+    """An (n, 3) grid or block column as `_dims` gives it, one list per distinct triple (rows with
+    equal dims share it: read-only)."""
+    if len(dims) == 0:
+        return []
+    d = dims.astype(np.int64)
+    hi = d.max(axis=0) + 1
+    if d.min() < 0 or float(hi[0]) * float(hi[1]) * float(hi[2]) >= 2**62:
+        return _dims(dims.tolist())
+    uniq, inv = unique_inverse((d[:, 0] * hi[1] + d[:, 1]) * hi[2] + d[:, 2])
+    hy, hz = int(hi[1]), int(hi[2])
+    vals = _dims([[u // (hy * hz), (u // hz) % hy, u % hz] for u in uniq.tolist()])
+    return [vals[i] for i in inv.tolist()]
+
+
 def kernel_rows(t: Trace) -> list[dict[str, Any]]:
     """One row per kernel launch, in time order (KERNEL_COLUMNS)."""
     return _kernel_rows(t)[0]
@@ -263,8 +278,8 @@ def kernel_columns(t: Trace, columns: Sequence[str] = TABLE_COLUMNS) -> dict[str
     got["category"] = lambda: np.asarray(CATEGORIES, dtype=object)[cat].tolist()
     got["device"] = lambda: g.device[sel].tolist()
     got["stream"] = lambda: g.stream[sel].tolist()
-    got["grid"] = lambda: _dims(g.grid[sel].tolist())
-    got["block"] = lambda: _dims(g.block[sel].tolist())
+    got["grid"] = lambda: _dims_column(g.grid[sel])
+    got["block"] = lambda: _dims_column(g.block[sel])
     got["sil"] = lambda: np.rint(g.dur[sel] * 1000).astype(np.int64).tolist()
     got["blocks_per_sm"] = lambda: _nan_none(g.blocks_per_sm[sel])
     got["occupancy"] = lambda: _nan_none(_occupancy(g, sel))

@@ -88,7 +88,17 @@ def _column_cells(vals: list[Any]) -> list[Any]:
     """A column's csv cells: text and integers as they are, the rest through `_cell`."""
     if set(map(type, vals)) <= {str, int}:
         return vals
-    return [_cell(v) for v in vals]
+    seen: dict[int, Any] = {}  # rows share one list per distinct grid or block: format it once
+    out = []
+    for v in vals:
+        if type(v) is list:
+            got = seen.get(id(v))
+            if got is None:
+                got = seen[id(v)] = _cell(v)
+            out.append(got)
+        else:
+            out.append(_cell(v))
+    return out
 
 
 def _check_columns(spec: str, known: tuple[str, ...], lenient: bool = False) -> list[str]:

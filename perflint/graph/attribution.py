@@ -107,10 +107,14 @@ def attribute(trace: Trace) -> Attribution:
     tid[linked] = thread_ids[rt.thread[launch[linked]]]
     uniq, inv = np.unique(op, return_inverse=True)
     o = trace.ops
-    # The op columns as lists, once: the walks up the op tree read them op by op.
-    cols = _OpCols(o.parent.tolist(), o.name.tolist(), o.stack.tolist(), o.pycall.tolist(), o.seq.tolist(), o.kind.tolist())
-    walk = _Walk(trace, cols)
-    sites = [walk.site(int(op)) if op != NONE else _NO_SITE for op in uniq.tolist()]
+    walk = _Walk(trace, _OpCols(o.parent, o.name, o.stack, o.pycall, o.seq, o.kind))
+    # A launching op's site is that of its nearest ancestor-or-self that adds to the chain's state:
+    # most launch sites share one, and each is walked once.
+    near = _nearest_marking(trace)
+    linked_ops = uniq[uniq != NONE]
+    marks, back = np.unique(near[linked_ops], return_inverse=True)
+    by_mark = [walk.site(int(m)) if m != NONE else walk.site_of(_ROOT) for m in marks.tolist()]
+    sites = ([_NO_SITE] if len(linked_ops) < len(uniq) else []) + [by_mark[k] for k in back.reshape(-1).tolist()]
     site = inv.reshape(-1)
     seq, sub, fprop, altseq = _sequence(sites, site)
     return Attribution(kernels, site, sites, seq, sub, tid, fprop, altseq)
@@ -124,12 +128,12 @@ def _int(text: str) -> int:
 
 
 class _OpCols(NamedTuple):
-    parent: list[int]
-    name: list[int]
-    stack: list[int]
-    pycall: list[int]
-    seq: list[int]
-    kind: list[int]
+    parent: np.ndarray
+    name: np.ndarray
+    stack: np.ndarray
+    pycall: np.ndarray
+    seq: np.ndarray
+    kind: np.ndarray
 
 
 # What the ops on a chain, outermost first, tell pyprof: its calls (module, function, op), its
@@ -152,20 +156,20 @@ class _Walk:
         path: list[int] = []
         while op != NONE and op not in states:
             path.append(op)
-            op = parent[op]
+            op = int(parent[op])
         st = states[op] if op != NONE else _ROOT
         ops, t = self.ops, self.t
         for o in reversed(path):
-            name = t.s(ops.name[o])
+            name = t.s(int(ops.name[o]))
             if "CheckpointFunctionBackward" not in name:
                 calls, marks, layers, others, stack = st
                 if ops.stack[o] != NONE:
-                    stack = ops.stack[o]  # the innermost one wins, as pyprof keeps the last trace marker
+                    stack = int(ops.stack[o])  # the innermost one wins, as pyprof keeps the last trace marker
                 if ops.pycall[o] != NONE:
-                    module, _, fn = t.s(ops.pycall[o]).rpartition(".")
+                    module, _, fn = t.s(int(ops.pycall[o])).rpartition(".")
                     calls = (*calls, (module, fn, o))
                 elif ops.seq[o] != NONE:
-                    marks = (*marks, (name, ops.seq[o]))
+                    marks = (*marks, (name, int(ops.seq[o])))
                 elif ops.kind[o] == OP_ANNOTATION:
                     if name.startswith("layer:"):
                         layers = (*layers, name)
@@ -176,11 +180,36 @@ class _Walk:
         return st
 
     def site(self, op: int) -> Site:
-        st = self.state(op)
+        return self.site_of(self.state(op))
+
+    def site_of(self, st: _State) -> Site:
         got = self.sites.get(st)
         if got is None:
             got = self.sites[st] = _site(self.t, st)
         return got
+
+
+def _nearest_marking(t: Trace) -> np.ndarray:
+    """Per op: the nearest op on its chain (itself first) that adds to the chain's state in
+    `_Walk.state` (a stack, a pyprof call, a sequence number, an annotation), NONE when none does.
+    One numpy pass per nesting depth, outermost first."""
+    o = t.ops
+    n = len(o)
+    skip = [i for i, s in enumerate(t.strings) if "CheckpointFunctionBackward" in s]
+    marking = (o.stack != NONE) | (o.pycall != NONE) | (o.seq != NONE) | (o.kind == OP_ANNOTATION)
+    if skip:
+        marking &= ~np.isin(o.name, skip)
+    near = np.where(marking, np.arange(n), NONE).astype(np.int64)
+    depth = o.depth.astype(np.int64)
+    if n == 0:
+        return near
+    order = np.argsort(depth, kind="stable")
+    bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2))
+    for d in range(1, len(bounds) - 1):
+        ops = order[bounds[d] : bounds[d + 1]]
+        ops = ops[(near[ops] == NONE) & (o.parent[ops] != NONE)]
+        near[ops] = near[o.parent[ops]]
+    return near
 
 
 def _site(t: Trace, st: _State) -> Site:

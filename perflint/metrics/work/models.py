@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from perflint.metrics.dtypes import _OP_TYPES, dtype_size
-from perflint.metrics.shapes import conv_shape, gemm_shape
+from perflint.metrics.shapes import BASIS_ASSUMED, conv_shape, gemm_shape
 
 NAN = math.nan
 
@@ -158,7 +158,9 @@ def _gemm(name: str, dims: Any, types: Any) -> Work:
 def _conv(name: str, dims: Any, types: Any, concrete: Any, backward: bool = False) -> Work:
     s = conv_shape(name, dims, concrete)
     size = _first_size(types)
-    if s is None or s.conv is None:
+    # Without the op's scalar arguments the stride is unknown, and a guess of 1 overstates a strided
+    # convolution's work by the stride's square: no number rather than a wrong one.
+    if s is None or s.conv is None or s.basis == BASIS_ASSUMED:
         return UNKNOWN
     c = s.conv
     x, w = _numel(dims[0]) or 0, _numel(dims[1]) or 0

@@ -151,6 +151,22 @@ def kernel_work(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     is_first = np.zeros(len(kern), dtype=bool)
     is_first[first] = True
     col = {a: np.asarray([getattr(w, a) for w in wks], dtype=np.float64)[linv] for a in ("flops", "bytes", "unit_flops", "unit_bytes", "aux_flops", "aux_bytes")}
+    # A call holds as many products as its work says (one forward; a backward's data and weight
+    # gradients, two): its longest matrix kernels take them, and further matrix kernels of the call
+    # (a cuDNN offsets or split-K helper the classification counts as conv/gemm) take none.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        units = np.where(col["unit_flops"] > 0, np.rint((col["flops"] - col["aux_flops"]) / col["unit_flops"]), np.inf)
+    cand = np.flatnonzero(as_unit)
+    if len(cand):
+        dur = g.dur[kern[cand]]
+        by = np.lexsort((-dur, key[cand]))
+        ck = key[cand][by]
+        start = np.r_[0, np.flatnonzero(ck[1:] != ck[:-1]) + 1]
+        rank = np.arange(len(by)) - np.repeat(start, np.diff(np.r_[start, len(by)]))
+        surplus = cand[by][rank >= np.maximum(units[cand][by], 1)]
+        as_unit[surplus] = False
+        kinds[surplus] = False  # neither the product nor the auxiliary work
+        is_first[surplus] = False
     whole = ~kinds & is_first  # an elementwise, normalization... op's first kernel
     aux = kinds & ~as_unit & is_first
     f = np.where(as_unit, col["unit_flops"], np.where(whole, col["flops"], np.where(aux, col["aux_flops"], 0.0)))
