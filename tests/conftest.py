@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-ROOT = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
 SHARED = Path(os.environ.get("PERFLINT_SHARED", ROOT.parent / "shared"))
 TRACES = SHARED / "traces"
 FIXTURES = ROOT / "fixtures"

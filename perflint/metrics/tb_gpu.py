@@ -252,7 +252,7 @@ def gpu_timeline(trace: Trace) -> dict[str, Any]:
 
     `events` are the Chrome counter events in the plugin's order (ready to append to a trace);
     values are the real fractions. (The plugin's own fixture gpu_metrics_expected.json stores
-    hand-scaled values, utilization x100 and SM efficiency x10; see tests/test_metrics_tb.py.)
+    hand-scaled values, utilization x100 and SM efficiency x10; see tests/metrics/test_metrics_tb.py.)
     """
     out: dict[str, Any] = {"range_us": None, "bucket_us": None, "devices": {}, "events": []}
     series = utilization_series(trace)

@@ -1,5 +1,5 @@
 """The JSON report's schema, as pydantic models: `perflint/report/schema/report.schema.json` is
-generated from them (`PERFLINT_UPDATE_GOLDEN=1 pytest tests/test_report_formats.py` rewrites it)
+generated from them (`PERFLINT_UPDATE_GOLDEN=1 pytest tests/report/test_report_formats.py` rewrites it)
 and a test keeps the two equal and validates reports against them. Apart from json_report.py,
 so that writing a report does not import pydantic."""
 

@@ -10,7 +10,7 @@ A label file:
     not_fire:    findings (any severity) that must not appear, e.g. a false positive seen once:
       - {rule, severity?, kernel_contains?, why}
 
-`match` compares a check's JSON report with the labels; tests/test_labels.py fails on any
+`match` compares a check's JSON report with the labels; tests/rules/test_labels.py fails on any
 difference, and `python -m tests.labels.score` prints precision and recall per rule.
 """
 

@@ -6,7 +6,7 @@ stops at any other event (see the C file); so does `scan` here at what the colum
 cover (profiler ranges, the profiler's own span, a GPU event with a value the strict builder
 converts by its own rules). msgspec reads that event (or, after invalid JSON, the rest of the
 slice), and the scanner goes on after it, so the tables are the same either way:
-tests/test_native_scan.py checks that on the corpus, on generated traces and on broken JSON.
+tests/readers/test_native_scan.py checks that on the corpus, on generated traces and on broken JSON.
 
 PERFLINT_NATIVE=0 turns the scanner off (the pure-Python reader, as without a compiler).
 """
