@@ -17,7 +17,7 @@ from perflint.cli import main
 from perflint.graph.load import load_trace
 from perflint.metrics.counter_table import counter_flops, counter_rows
 from tests.conftest import shared_trace
-from tests.test_cupti import CUPTI, _raw_top_ops
+from tests.graph.test_cupti import CUPTI, _raw_top_ops
 
 FFMA = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"
 

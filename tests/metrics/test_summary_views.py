@@ -14,9 +14,9 @@ from perflint.graph.load import load_trace
 from perflint.metrics.inductor import CATEGORIES, inductor_view
 from perflint.metrics.kernel_view import kernel_view
 from tests.builder import TraceBuilder
-from tests.conftest import FIXTURES, shared_trace
+from tests.conftest import FIXTURES, TESTS, shared_trace
 
-REFERENCE = json.loads((Path(__file__).parent / "reference" / "tb_plugin_kernel_view.json").read_text())
+REFERENCE = json.loads((TESTS / "reference" / "tb_plugin_kernel_view.json").read_text())
 COLUMNS = ("calls", "total_us", "mean_us", "max_us", "min_us", "blocks_per_sm", "occupancy_pct")
 
 
