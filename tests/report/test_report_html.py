@@ -56,7 +56,11 @@ def test_check_page_has_the_charts_each_with_its_table(check_page: tuple[str, di
     assert html.count('class="chart strips"') == 1  # step time per trace
     figures = html.count('<figure class="fig">')
     assert figures and html.count("<details><summary>Table:") == figures
-    assert 'data-section="roofline"' in html
+    # The fixtures ran on an H100, whose peaks are known: a roofline per trace whose ops have FLOPs
+    # and bytes, and a reason where none has them.
+    assert html.count("<h3>Roofline</h3>") == n_traces
+    drawn = html.count('class="chart roofline"')
+    assert drawn and html.count("<p class=mut>Not drawn:") == n_traces - drawn
     assert html.count("<h3>Top kernels</h3>") == n_traces and html.count("<h3>Top ops</h3>") == n_traces
 
 
@@ -212,3 +216,21 @@ def test_cpu_only_traces_and_a_broken_one(tmp_path: Path) -> None:
     assert "perflint: ERROR" in html and "broken.json: invalid JSON" in html
     assert 'class="chart area"' not in html  # no kernels, no GPU-busy series
     assert "<h3>Top ops</h3>" in html
+
+
+def test_the_roofline_says_why_it_is_not_drawn(tmp_path: Path) -> None:
+    page = tmp_path / "r.html"
+    main(["check", str(ROOT / "fixtures" / "cpu" / "mlp_aligned.pt.trace.json.gz"), "--html", str(page), "--exit-zero"])
+    html = page.read_text()
+    assert "<h3>Roofline</h3><p class=mut>Not drawn: no peak table entry for the device" in html
+    assert 'class="chart roofline"' not in html
+
+
+def test_the_roofline_plots_the_ops_with_most_device_time(tmp_path: Path) -> None:
+    page = tmp_path / "r.html"
+    main(["check", str(GPU / "gemm_fp16_aligned.pt.trace.json.gz"), "--html", str(page), "--exit-zero"])
+    html = page.read_text()
+    chart = html[html.index('class="chart roofline"'):]
+    chart = chart[: chart.index("</svg>")]
+    assert chart.count("<circle") >= 3 and chart.count('class="roof') == 2  # Tensor Core and fp32 roofs
+    assert "aten::mm" in html[html.index("<h3>Roofline</h3>"):] and "NVIDIA H100 SXM: memory 3350 GB/s" in html

@@ -53,6 +53,32 @@ def top_ops(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]]:
     ]
 
 
+ROOFLINE_OPS = 15  # op groups in the roofline chart and its table
+
+
+def roofline(trace: Trace, limit: int = ROOFLINE_OPS) -> dict[str, Any]:
+    """The roofline of the op groups with the most device time whose FLOPs and bytes are known
+    (`perflint ops`' numbers), against the device's roofs; `why` when there is nothing to draw."""
+    from perflint.metrics.devices import device_part
+    from perflint.op_view import op_view
+
+    match = device_part(trace.primary_device)
+    part = match.part
+    if part is None or not part.bandwidth_gbps:
+        return {"why": f"no peak table entry for the device: {match.reason}"}
+    rows = [r for r in op_view(trace) if r["flops"] and r["bytes"] and r["device_total_us"] > 0 and r["bound"]]
+    if not rows:
+        return {"why": "no op with known FLOPs and bytes launched GPU work (the FLOP models need the ops' input shapes)"}
+    rows.sort(key=lambda r: -r["device_total_us"])
+    roofs = [(label, pk) for label, pk in (("Tensor Core bf16/fp16", part.peak("bf16", True)), ("fp32 vector", part.peak("fp32", False))) if pk]
+    points = [
+        {"name": r["name"], "intensity": r["flops"] / r["bytes"], "tflops": r["tflops"], "device_us": r["device_total_us"],
+         "pct_of_peak": r["pct_of_peak"], "bound": r["bound"]}
+        for r in rows[:limit]
+    ]  # fmt: skip
+    return {"device": part.part, "bandwidth_gbps": part.bandwidth_gbps, "roofs": roofs, "points": points, "source": part.source}
+
+
 def thin(n: int, limit: int = MAX_STEPS) -> list[int]:
     """Indices of at most `limit` of n items, evenly spread, first and last kept."""
     if n <= limit:
@@ -121,6 +147,7 @@ def panels(ctx: Context, summary: dict[str, Any] | None = None) -> dict[str, Any
         "breakdown_why": why,
         "timeline": _timeline(trace),
         "ops": top_ops(trace),
+        "roofline": roofline(trace),
         "baseline": _baseline(ctx),
         "warnings": list(summ.get("warnings") or trace.warnings),
     }

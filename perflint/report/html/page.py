@@ -190,11 +190,24 @@ def comparison_block(cmp: dict[str, Any] | None, alpha: float = 0.05, top: int =
     return "".join(out)
 
 
-ROOFLINE_HOOK = (
-    '<div class="hook" data-section="roofline">Not drawn. It needs each kernel\'s FLOPs and bytes, '
-    "which perflint does not compute yet; when kernels carry them, this section plots achieved FLOP/s against "
-    "arithmetic intensity.</div>"
-)
+def roofline_block(p: dict[str, Any]) -> str:
+    """The op groups' achieved FLOP/s against their arithmetic intensity under the device's roofs,
+    with the table of the same numbers."""
+    r = p.get("roofline") or {}
+    if not r.get("points"):
+        return f'<h3>Roofline</h3><p class=mut>Not drawn: {escape(r.get("why") or "no data")}.</p>'
+    pts = r["points"]
+    chart = svg.roofline(f"roofline of the top ops on {r['device']}", r["roofs"], r["bandwidth_gbps"],
+                         [(q["name"], q["intensity"], q["tflops"]) for q in pts])  # fmt: skip
+    rows = [[n(float(k), nd=0), code(q["name"]), n(q["device_us"]), n(q["intensity"], nd=2), n(q["tflops"], nd=3),
+             n(q["pct_of_peak"], "%"), t(q["bound"])] for k, q in enumerate(pts, 1)]  # fmt: skip
+    roofs = ", ".join(f"{label} {pk:g} TFLOP/s" for label, pk in r["roofs"])
+    note = (f"<p class=mut>{escape(r['device'])}: memory {r['bandwidth_gbps']:g} GB/s, {escape(roofs)} (dense peaks; "
+            f"source: {escape(r['source'])}). FLOPs and bytes from the op models; % of peak is of the roof that binds "
+            "each op's kernels.</p>")  # fmt: skip
+    return "<h3>Roofline</h3>" + figure(chart, "achieved TFLOP/s and arithmetic intensity of the ops with most device time", table(
+        [("#", True), ("op", False), ("device total us", True), ("FLOP/byte", True), ("TFLOP/s", True), ("% of peak", True), ("bound", False)],
+        rows)) + note  # fmt: skip
 
 
 def trace_section(p: dict[str, Any], alpha: float = 0.05) -> str:
@@ -204,7 +217,7 @@ def trace_section(p: dict[str, Any], alpha: float = 0.05) -> str:
         f'<section class="trace"><h2>{escape(label)}</h2>' + gpu_cards(p)
         + (f"<details><summary>{len(p['warnings'])} warnings</summary><ul>{warns}</ul></details>" if warns else "")
         + breakdown_block(p) + timeline_block(p)
-        + category_block(p) + "<h3>Roofline</h3>" + ROOFLINE_HOOK
+        + category_block(p) + roofline_block(p)
         + kernels_block(p) + kernel_view_block(p) + ops_block(p) + comparison_block(p.get("baseline"), alpha) + "</section>"
     )
 

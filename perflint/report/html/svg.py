@@ -1,4 +1,5 @@
-"""Inline SVG charts: horizontal bars, stacked bars, an area series and a box/strip plot.
+"""Inline SVG charts: horizontal bars, stacked bars, an area series, a box/strip plot and a
+log-log roofline.
 
 Each chart scales with its container (viewBox, width 100%); colours come from CSS classes
 (`s0`..`s7`, `ink`, `grid`), so the page's light and dark schemes apply to them. Every chart has a
@@ -163,3 +164,49 @@ def _quartiles(s: Sequence[float]) -> tuple[float, float, float]:
         return s[i] + (s[min(i + 1, len(s) - 1)] - s[i]) * (k - i)
 
     return q(0.25), q(0.5), q(0.75)
+
+
+def roofline(title: str, roofs: Sequence[tuple[str, float]], bandwidth_gbps: float, points: Sequence[tuple[str, float, float]]) -> str:
+    """Achieved TFLOP/s against arithmetic intensity (FLOP/byte), both on log scales: each compute
+    roof (label, TFLOP/s) meets the memory roof (bandwidth x intensity) at its ridge point; one
+    numbered dot per (label, intensity, TFLOP/s)."""
+    import math
+
+    left, right, top_pad, bottom, plot_h = 56, 150, 10, 34, 220
+    pw = W - left - right
+    xs = [p[1] for p in points if p[1] > 0] + [pk * 1e3 / bandwidth_gbps for _, pk in roofs]
+    ys = [p[2] for p in points if p[2] > 0] + [pk for _, pk in roofs]
+    x0, x1 = math.floor(math.log10(min(xs) / 2)), math.ceil(math.log10(max(xs) * 2))
+    y0, y1 = math.floor(math.log10(min(ys) / 2)), math.ceil(math.log10(max(ys) * 2))
+
+    def px(v: float) -> float:
+        return left + pw * (math.log10(v) - x0) / (x1 - x0)
+
+    def py(v: float) -> float:
+        return top_pad + plot_h * (1 - (math.log10(v) - y0) / (y1 - y0))
+
+    body = []
+    for e in range(x0, x1 + 1):
+        body.append(f'<line class="grid" x1="{_f(px(10.0**e))}" x2="{_f(px(10.0**e))}" y1="{top_pad}" y2="{top_pad + plot_h}"/>'
+                    f'<text class="ink" x="{_f(px(10.0**e))}" y="{top_pad + plot_h + 14}" text-anchor="middle">{num(10.0**e)}</text>')
+    for e in range(y0, y1 + 1):
+        body.append(f'<line class="grid" x1="{left}" x2="{left + pw}" y1="{_f(py(10.0**e))}" y2="{_f(py(10.0**e))}"/>'
+                    f'<text class="ink" x="{left - 4}" y="{_f(py(10.0**e) + 4)}" text-anchor="end">{num(10.0**e)}</text>')
+    body.append(f'<text class="ink" x="{left + pw / 2}" y="{top_pad + plot_h + 30}" text-anchor="middle">FLOP per byte</text>'
+                f'<text class="ink" x="{left + 4}" y="{top_pad + 12}">TFLOP/s</text>')
+    lo, hi = 10.0**x0, 10.0**x1
+    for i, (label, pk) in enumerate(roofs):
+        ridge = pk * 1e3 / bandwidth_gbps
+        a = max(lo, min(hi, 10.0**y0 * 1e3 / bandwidth_gbps))
+        pts = [(a, a * bandwidth_gbps / 1e3), (ridge, pk), (hi, pk)]
+        path = " ".join(f"{_f(px(x))},{_f(py(y))}" for x, y in pts if lo <= x <= hi)
+        body.append(f'<polyline class="roof s{i % 8}" fill="none" points="{path}"><title>{escape(label)}: {num(pk)} TFLOP/s, '
+                    f"ridge at {num(ridge)} FLOP/byte</title></polyline>"
+                    f'<text class="ink" x="{left + pw + 4}" y="{_f(py(pk) + 4)}">{escape(short(label, 24))}</text>')
+    for k, (label, x, y) in enumerate(points, 1):
+        if x <= 0 or y <= 0:
+            continue
+        body.append(f'<circle class="s{(k - 1) % 8}" cx="{_f(px(x))}" cy="{_f(py(y))}" r="4"><title>{k}. {escape(label)}: '
+                    f"{num(x)} FLOP/byte, {num(y)} TFLOP/s</title></circle>"
+                    f'<text class="ink" x="{_f(px(x) + 6)}" y="{_f(py(y) - 4)}">{k}</text>')
+    return _svg(top_pad + plot_h + bottom + 6, title, body, "roofline")
