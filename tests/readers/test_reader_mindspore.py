@@ -174,3 +174,19 @@ def test_bad_directory_is_one_line_and_others_are_checked(
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len([ln for ln in lines if says in ln]) == 1 and "Traceback" not in err
     assert [t["rank"] for t in json.loads(out)["traces"]] == [0, 1]
+
+
+def test_a_non_numeric_stream_id_in_an_ascend_timeline_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    src = Path(shared_trace("mindinsight/profiler"))
+    run = tmp_path / "profiler"
+    shutil.copytree(src, run)
+    (timeline,) = run.glob("PROF_*/device_0/timeline/msprof_*.json")
+    events = json.loads(timeline.read_text())
+    task = next(e for e in events if isinstance(e, dict) and "Stream Id" in (e.get("args") or {}))
+    task["args"]["Stream Id"] = "two"
+    timeline.write_text(json.dumps(events))
+    code = main(["check", str(run), str(FIXTURES / "two_rank"), "--format", "json", "--fail-on", "never"])
+    out, err = capsys.readouterr()
+    assert code == 2 and "Traceback" not in err
+    assert [ln for ln in err.splitlines() if "non-numeric Stream Id ('two')" in ln]
+    assert [t["rank"] for t in json.loads(out)["traces"]] == [0, 1]  # the other run is still checked

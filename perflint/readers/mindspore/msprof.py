@@ -22,6 +22,13 @@ from perflint.readers.mindspore.table import json_events
 COMPUTE_TASKS = {"AI_CORE", "AI_CPU", "AI_VECTOR_CORE", "AIV", "MIX_AIC", "MIX_AIV"}
 
 
+def _int(path: str, value: Any, what: str) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise InputError(path, f"{os.path.basename(path)}: a non-numeric {what} ({value!r})") from None
+
+
 def _names(events: list[dict[str, Any]]) -> tuple[dict[Any, str], dict[tuple[Any, Any], str]]:
     procs: dict[Any, str] = {}
     threads: dict[tuple[Any, Any], str] = {}
@@ -54,11 +61,11 @@ def read_msprof(paths: list[str], dev: int, cols: Columns, steps: StepTrace) -> 
             if proc == "Ascend Hardware" and e.get("cat") == "Iteration Time":
                 _step(path, args, ts, dur, steps)
             elif proc == "Ascend Hardware" and args.get("Task Type") in COMPUTE_TASKS:
-                stream = int(args.get("Stream Id", e.get("tid", -1)))
+                stream = _int(path, args.get("Stream Id", e.get("tid", -1)), "Stream Id")
                 cols.kernel(name, dev, stream, ts, dur)
                 cols.op(op_type(name), (f"device {dev}", f"stream {stream}"), ts, dur)
             elif proc == "HCCL" and thread == "Communication Kernel":
-                cols.kernel(name, dev, int(e.get("tid", -1)), ts, dur, collective=op_type(name))
+                cols.kernel(name, dev, _int(path, e.get("tid", -1), "tid"), ts, dur, collective=op_type(name))
 
 
 def _step(path: str, args: dict[str, Any], ts: float, dur: float, steps: StepTrace) -> None:
