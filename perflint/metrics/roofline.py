@@ -19,7 +19,6 @@ mixing dtypes passes each kernel its own peak.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -130,9 +129,3 @@ def kernel_peaks(t: Trace, devices: list[int], dtypes: list[str | None], tensor_
         pk[i], bw[i] = got
     return pk, bw
 
-
-def kernel_rows_roofline(t: Trace, rows: list[dict[str, Any]], flops: np.ndarray, nbytes: np.ndarray) -> Roofline:
-    """`roofline` of kernel-table rows (their `dur_us`, `device`, `dtype` and `tensor_cores`) given
-    each row's FLOPs and bytes (nan: unknown)."""
-    pk, bw = kernel_peaks(t, [r["device"] for r in rows], [r.get("dtype") for r in rows], [r.get("tensor_cores") for r in rows])
-    return roofline(flops, nbytes, np.asarray([r["dur_us"] for r in rows], dtype=np.float64), pk, bw)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from perflint.graph.load import load_trace
-from perflint.metrics.roofline import LATENCY_PCT, LATENCY_US, group_roofline, kernel_rows_roofline, roofline
+from perflint.metrics.roofline import LATENCY_PCT, LATENCY_US, group_roofline, kernel_peaks, roofline
 from perflint.tables import PERFLINT_COLUMNS, kernel_table
 from tests.conftest import FIXTURES
 
@@ -70,7 +70,7 @@ def test_group_roofline_sums_and_mixes_peaks() -> None:
     assert math.isnan(r.gbps[1]) and r.bound[1] == "compute"
 
 
-def test_kernel_rows_roofline_uses_the_devices_peaks() -> None:
+def test_kernel_peaks_are_the_devices_for_each_dtype_and_unit() -> None:
     t = load_trace(str(FIXTURES / "gpu" / "gemm_fp16_aligned.pt.trace.json.gz"))  # an H100 SXM
     dev = t.primary_device
     assert dev is not None
@@ -83,7 +83,8 @@ def test_kernel_rows_roofline_uses_the_devices_peaks() -> None:
     nan = float("nan")
     flops = np.asarray([r.get("flops", nan) for r in rows], dtype=np.float64)
     nbytes = np.asarray([r.get("bytes", nan) for r in rows], dtype=np.float64)
-    r = kernel_rows_roofline(t, rows, flops, nbytes)
+    pk, bw = kernel_peaks(t, [r["device"] for r in rows], [r["dtype"] for r in rows], [r["tensor_cores"] for r in rows])
+    r = roofline(flops, nbytes, np.asarray([r["dur_us"] for r in rows]), pk, bw)
     assert r.pct_of_peak[0] == pytest.approx(25.0)  # a quarter of the bf16/fp16 Tensor Core peak
     assert r.bound[0] == "compute"
     assert r.pct_of_peak[1] == pytest.approx(50.0) and r.bound[1] == "memory"
