@@ -165,7 +165,8 @@ def op_times(t: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
 
 def op_rows(t: Trace) -> list[dict[str, Any]]:
     """One row per op name (OP_COLUMNS), most device time first, then most host time. An op
-    nested in an op of the same name counts in both totals, as in torch.profiler's tables."""
+    nested in an op of the same name is a call of its own, counted in both totals (the operator
+    view, op_view, merges an op whose only child has its name, as torch.profiler does)."""
     o = t.ops
     if len(o) == 0:
         return []
