@@ -108,10 +108,10 @@ def _checked(path: Path, data: dict[str, Any], spelled: dict[Any, Any]) -> Confi
                 loc[0] = spelled.get(loc[0], loc[0])  # the key as the file spells it
             problems.append((config_line(path, loc), _problem(loc, err)))
         problems.sort(key=lambda lp: lp[0] or 0)  # in the file's order
-        raise ConfigError(*_where(path, problems)) from None
+        raise ConfigError(*config_problem(path, problems)) from None
 
 
-def _where(path: Path, problems: list[tuple[int | None, str]]) -> tuple[str, str]:
+def config_problem(path: Path, problems: list[tuple[int | None, str]]) -> tuple[str, str]:
     """(source, problem) of a ConfigError listing every problem, each with its line, on one line;
     the source stays the file's path (what the Python API's callers compare)."""
     return str(path), "; ".join(f"line {n}: {p}" if n else p for n, p in problems)
@@ -188,7 +188,7 @@ def _validate(path: Path, data: dict[str, Any]) -> Config:
     for i, s in enumerate(cfg.suppress):
         if not s.reason.strip():
             raise ConfigError(
-                *_where(path, [(config_line(path, ["suppress", i, "reason"]), f"key 'suppress.{i}.reason': a suppression needs a non-empty reason")])
+                *config_problem(path, [(config_line(path, ["suppress", i, "reason"]), f"key 'suppress.{i}.reason': a suppression needs a non-empty reason")])
             )
     cfg.source = str(path)
     base = path.parent

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from perflint.config import Config, Suppression, _where, config_line
+from perflint.config import Config, Suppression, config_line, config_problem
 from perflint.engine.rule_core import RuleCore, coerce_param
 from perflint.engine.run import ActiveRule
 from perflint.errors import ConfigError
@@ -89,7 +89,7 @@ def _override_where(cfg: Config, key: str, problem: str, sub: list[Any] | None =
     if not cfg.source:
         return "config", problem
     path = Path(cfg.source)
-    return _where(path, [(config_line(path, ["rules", key, *(sub or [])]), problem)])
+    return config_problem(path, [(config_line(path, ["rules", key, *(sub or [])]), problem)])
 
 
 def _matches(s: Suppression, f: Finding, rule: RuleCore) -> bool:
