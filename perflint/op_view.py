@@ -36,7 +36,7 @@ from perflint.metrics.roofline import Roofline, group_roofline, kernel_peaks
 from perflint.metrics.shapes import CONV_OPS, GEMM_OPS
 from perflint.metrics.work import kernel_work, op_work
 from perflint.model import KERNEL, NONE, OP_ANNOTATION, OP_CPU, Trace
-from perflint.tables import OP_COLUMNS, kernel_dtypes, op_times
+from perflint.tables import OP_COLUMNS, kernel_dtypes, nan_none, op_times
 
 GROUPS = ("op", "op+shape", "module", "layer")
 # Added after the op table's columns; the group's key columns come first in the defaults.
@@ -275,7 +275,7 @@ def op_view(t: Trace, group_by: str = "op") -> list[dict[str, Any]]:
         op_group[dup] = op_group[into[dup]]
     roof = _group_roofline(t, op_group, m)
     bound = roof.bound
-    gbps, pct = (_nan_none(x) for x in (roof.gbps, roof.pct_of_peak))
+    gbps, pct = (nan_none(x) for x in (roof.gbps, roof.pct_of_peak))
     rows = []
     for gi in range(m):
         rep = int(first[gi])
@@ -322,10 +322,6 @@ def _group_roofline(t: Trace, op_group: np.ndarray, m: int) -> Roofline:
     pk, bw = kernel_peaks(t, g.device[rows].tolist(), kernel_dtypes(t, rows), [None if v < 0 else bool(v) for v in tc.tolist()])
     kf, kb = kernel_work(t)
     return group_roofline(gid[mine], m, kf[rows], kb[rows], g.dur[rows].astype(np.float64), pk, bw)
-
-
-def _nan_none(x: np.ndarray) -> list[float | None]:
-    return [None if v != v else v for v in x.tolist()]
 
 
 def _merged_into(t: Trace) -> np.ndarray:

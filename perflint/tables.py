@@ -282,8 +282,8 @@ def kernel_columns(t: Trace, columns: Sequence[str] = TABLE_COLUMNS) -> dict[str
     got["grid"] = lambda: _dims_column(g.grid[sel])
     got["block"] = lambda: _dims_column(g.block[sel])
     got["sil"] = lambda: np.rint(g.dur[sel] * 1000).astype(np.int64).tolist()
-    got["blocks_per_sm"] = lambda: _nan_none(g.blocks_per_sm[sel])
-    got["occupancy"] = lambda: _nan_none(_occupancy(g, sel))
+    got["blocks_per_sm"] = lambda: nan_none(g.blocks_per_sm[sel])
+    got["occupancy"] = lambda: nan_none(_occupancy(g, sel))
 
     def kernel() -> list[Any]:
         base = {p[0]: parse_kernel_name(p[0]).function or p[0] for p in per_pair}
@@ -325,12 +325,12 @@ def kernel_columns(t: Trace, columns: Sequence[str] = TABLE_COLUMNS) -> dict[str
     if need & _WORK:
         kf, kb = kernel_work(t)
         kf, kb = kf[sel], kb[sel]
-        got["flops"], got["bytes"] = (lambda: _nan_none(kf)), (lambda: _nan_none(kb))
+        got["flops"], got["bytes"] = (lambda: nan_none(kf)), (lambda: nan_none(kb))
         if need & _ROOF:
             pk, bw = kernel_peaks(t, g.device[sel].tolist(), by_pair(2), [None if v < 0 else bool(v) for v in tc.tolist()])
             roof = roofline(kf, kb, g.dur[sel].astype(np.float64), pk, bw)
-            got["tflops"], got["gbps"] = (lambda: _nan_none(roof.tflops)), (lambda: _nan_none(roof.gbps))
-            got["pct_of_peak"], got["bound"] = (lambda: _nan_none(roof.pct_of_peak)), (lambda: list(roof.bound))
+            got["tflops"], got["gbps"] = (lambda: nan_none(roof.tflops)), (lambda: nan_none(roof.gbps))
+            got["pct_of_peak"], got["bound"] = (lambda: nan_none(roof.pct_of_peak)), (lambda: list(roof.bound))
     for c in columns:
         if c not in out:
             out[c] = got[c]() if c in got else [None] * n
@@ -343,5 +343,6 @@ def _occupancy(g: Any, sel: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(occ) | ((occ == 0) & (g.blocks_per_sm[sel] > 0)), np.nan, occ)
 
 
-def _nan_none(x: np.ndarray) -> list[float | None]:
+def nan_none(x: np.ndarray) -> list[float | None]:
+    """A float column as a list, NaN (unknown) as None."""
     return [None if v != v else v for v in x.tolist()]
