@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from perflint.graph.build import first_on_chain
 from perflint.model import KERNEL, NONE, OP_ANNOTATION, Trace
 
 FPROP, BPROP = "fprop", "bprop"
@@ -191,25 +192,13 @@ class _Walk:
 
 def _nearest_marking(t: Trace) -> np.ndarray:
     """Per op: the nearest op on its chain (itself first) that adds to the chain's state in
-    `_Walk.state` (a stack, a pyprof call, a sequence number, an annotation), NONE when none does.
-    One numpy pass per nesting depth, outermost first."""
+    `_Walk.state` (a stack, a pyprof call, a sequence number, an annotation), NONE when none does."""
     o = t.ops
-    n = len(o)
     skip = [i for i, s in enumerate(t.strings) if "CheckpointFunctionBackward" in s]
     marking = (o.stack != NONE) | (o.pycall != NONE) | (o.seq != NONE) | (o.kind == OP_ANNOTATION)
     if skip:
         marking &= ~np.isin(o.name, skip)
-    near = np.where(marking, np.arange(n), NONE).astype(np.int64)
-    depth = o.depth.astype(np.int64)
-    if n == 0:
-        return near
-    order = np.argsort(depth, kind="stable")
-    bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2))
-    for d in range(1, len(bounds) - 1):
-        ops = order[bounds[d] : bounds[d + 1]]
-        ops = ops[(near[ops] == NONE) & (o.parent[ops] != NONE)]
-        near[ops] = near[o.parent[ops]]
-    return near
+    return first_on_chain(o.parent, np.where(marking, np.arange(len(o)), NONE))
 
 
 def _site(t: Trace, st: _State) -> Site:

@@ -183,7 +183,7 @@ def _link_forward(trace: Trace) -> None:
     ops.fwd_op[bwd_idx] = match
 
 
-def _first_on_chain(parent: np.ndarray, value: np.ndarray) -> np.ndarray:
+def first_on_chain(parent: np.ndarray, value: np.ndarray) -> np.ndarray:
     """Per node: `value` of the nearest node on its chain to the root (itself first) whose value is
     not NONE, else NONE. Pointer jumping: O(n log depth)."""
     res = value.astype(np.int64)
@@ -206,7 +206,7 @@ def forward_ops(trace: Trace) -> np.ndarray:
 
 
 def _forward_ops(trace: Trace) -> np.ndarray:
-    return _first_on_chain(trace.ops.parent, trace.ops.fwd_op)
+    return first_on_chain(trace.ops.parent, trace.ops.fwd_op)
 
 
 def _forward_list(trace: Trace) -> list[int]:
@@ -369,7 +369,7 @@ def _stack_links(trace: Trace) -> tuple[list[int], list[int]]:
 def _stack_link_lists(trace: Trace) -> tuple[list[int], list[int]]:
     ops = trace.ops
     member = stack_member(trace)
-    near = _first_on_chain(ops.parent, np.where(member, np.arange(len(ops)), NONE))
+    near = first_on_chain(ops.parent, np.where(member, np.arange(len(ops)), NONE))
     up = np.full(len(ops), NONE, dtype=np.int64)
     has = ops.parent != NONE
     up[has] = near[ops.parent[has]]
