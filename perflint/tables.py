@@ -47,59 +47,16 @@ def _dims_column(dims: np.ndarray) -> list[list[int] | None]:
     return [vals[i] for i in inv.tolist()]
 
 
+# KERNEL_COLUMNS that kernel_columns knows by another name.
+_ROW_SOURCE = {"occupancy_pct": "occupancy", "op": "bottom_level_op"}
+
+
 def kernel_rows(t: Trace) -> list[dict[str, Any]]:
     """One row per kernel launch, in time order (KERNEL_COLUMNS)."""
-    return _kernel_rows(t)[0]
-
-
-def _kernel_rows(t: Trace) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray, list[OpInfo]]:
-    """`kernel_rows` with, per row, its kernel's position among the trace's kernels (GPU-table
-    order) and its launch site (an index into the OpInfo list)."""
-    g = t.gpu
-    kern = np.flatnonzero(g.kind == KERNEL)
-    order = np.argsort(g.ts[kern], kind="stable")
-    sel = kern[order]
-    if len(sel) == 0:
-        return [], order, np.zeros(0, dtype=np.int64), []
-    cls = classify(t)
-    iid, infos, inverse, per_pair = _kernel_sites(t, sel)
-    occ = _occupancy(g, sel)
-    tc = cls.tensor_core[sel].tolist()
-    cats = cls.category[sel].tolist()
-    cols = zip(
-        inverse.tolist(),
-        cats,
-        tc,
-        g.device[sel].tolist(),
-        g.stream[sel].tolist(),
-        g.ts[sel].tolist(),
-        g.dur[sel].tolist(),
-        _dims(g.grid[sel].tolist()),
-        _dims(g.block[sel].tolist()),
-        [None if o != o else o for o in occ.tolist()],
-    )
-    out = []
-    for pi, cat, tcv, dev, stream, ts, dur, grid, block, occv in cols:
-        name, library, dtype, op, top = per_pair[pi]
-        out.append(
-            {
-                "name": name,
-                "category": CATEGORIES[cat],
-                "library": library,
-                "dtype": dtype,
-                "tensor_cores": None if tcv < 0 else bool(tcv),
-                "device": dev,
-                "stream": stream,
-                "ts_us": ts,
-                "dur_us": dur,
-                "grid": grid,
-                "block": block,
-                "occupancy_pct": occv,
-                "op": op,
-                "top_level_op": top,
-            }
-        )
-    return out, order, iid, infos
+    cols = kernel_columns(t, [_ROW_SOURCE.get(c, c) for c in KERNEL_COLUMNS])
+    for c in ("grid", "block"):  # a list of its own per row: the caller may change it
+        cols[c] = [None if d is None else list(d) for d in cols[c]]
+    return [dict(zip(KERNEL_COLUMNS, vals)) for vals in zip(*cols.values())]
 
 
 def _kernel_sites(t: Trace, sel: np.ndarray) -> tuple[np.ndarray, list[OpInfo], np.ndarray, list[tuple[str, str | None, str | None, str | None, str | None]]]:
@@ -243,8 +200,8 @@ _WORK = _ROOF | {"flops", "bytes"}
 
 
 def kernel_columns(t: Trace, columns: Sequence[str] = TABLE_COLUMNS) -> dict[str, list[Any]]:
-    """`kernel_table` by column: each of `columns` (TABLE_COLUMNS names) as one list, a value per
-    kernel launch in start-time order. Only what the columns need is computed, per distinct value
+    """`kernel_table` by column: each of `columns` (TABLE_COLUMNS names, and kernel_rows'
+    tensor_cores, ts_us, dur_us) as one list, a value per kernel launch in start-time order. Only what the columns need is computed, per distinct value
     where it can be (kernel name and launch site, attribution site), and whole columns at a time."""
     from perflint.graph.attribution import attribute
     from perflint.metrics.kernel_names import parse_kernel_name
@@ -284,6 +241,9 @@ def kernel_columns(t: Trace, columns: Sequence[str] = TABLE_COLUMNS) -> dict[str
     got["sil"] = lambda: np.rint(g.dur[sel] * 1000).astype(np.int64).tolist()
     got["blocks_per_sm"] = lambda: nan_none(g.blocks_per_sm[sel])
     got["occupancy"] = lambda: nan_none(_occupancy(g, sel))
+    tensor_cores = [None if v < 0 else bool(v) for v in tc.tolist()]
+    got["tensor_cores"] = lambda: tensor_cores
+    got["ts_us"], got["dur_us"] = (lambda: g.ts[sel].tolist()), (lambda: g.dur[sel].tolist())
 
     def kernel() -> list[Any]:
         base = {p[0]: parse_kernel_name(p[0]).function or p[0] for p in per_pair}
@@ -327,7 +287,7 @@ def kernel_columns(t: Trace, columns: Sequence[str] = TABLE_COLUMNS) -> dict[str
         kf, kb = kf[sel], kb[sel]
         got["flops"], got["bytes"] = (lambda: nan_none(kf)), (lambda: nan_none(kb))
         if need & _ROOF:
-            pk, bw = kernel_peaks(t, g.device[sel].tolist(), by_pair(2), [None if v < 0 else bool(v) for v in tc.tolist()])
+            pk, bw = kernel_peaks(t, g.device[sel].tolist(), by_pair(2), tensor_cores)
             roof = roofline(kf, kb, g.dur[sel].astype(np.float64), pk, bw)
             got["tflops"], got["gbps"] = (lambda: nan_none(roof.tflops)), (lambda: nan_none(roof.gbps))
             got["pct_of_peak"], got["bound"] = (lambda: nan_none(roof.pct_of_peak)), (lambda: list(roof.bound))
