@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -94,7 +95,10 @@ def test_pipit_sample_is_one_rank_on_the_device_that_ran_kernels() -> None:
     g = t.gpu
     copies = {t.s(int(i)) for i in np.unique(g.name[g.kind == MEMCPY])}
     assert copies == {"Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device -> Pageable)"}
-    assert (g.stream[g.kind == GPU_SYNC] == NONE).all()  # device-wide sync records have no stream
+    # Each of the 1312 sync records is the host wait of a cudaDeviceSynchronize call in the export:
+    # the call carries it, the record adds no row.
+    assert not (g.kind == GPU_SYNC).any()
+    assert sum(t.s(int(i)) == "cudaDeviceSynchronize" for i in t.runtime.name) == 1312
     k = g.kind == KERNEL
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     raw = np.array(con.execute(
@@ -137,10 +141,26 @@ def test_2025_export_two_processes_are_two_ranks_with_their_own_gpus() -> None:
         assert list(t.devices) == [0] and t.devices[0].sm_count == 132  # TARGET_INFO_CUDA_DEVICE mapped
         assert {p for p, _ in t.threads} == {str(t.meta["pid"])}
         assert t.meta["nsys_version"] == "2025.1.1" and t.meta["export_schema"] == "3.15.0"
-        assert {t.s(int(i)) for i in np.unique(t.gpu.name[t.gpu.kind == GPU_SYNC])} == {"Stream Sync"}
+        assert not (t.gpu.kind == GPU_SYNC).any()  # each sync record's cudaStreamSynchronize is there
         link(t)
         assert len(t.steps) == 3
     assert (traces[1].gpu.kind == KERNEL).sum() == (traces[0].gpu.kind == KERNEL).sum() + 1
+
+
+def test_a_sync_record_whose_call_is_missing_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / "no_sync_call.sqlite"
+    shutil.copy(NEW, path)
+    con = sqlite3.connect(path)
+    corr, pid = con.execute("SELECT correlationId, globalPid FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION ORDER BY start LIMIT 1").fetchone()
+    assert con.execute("DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId = ?", (corr,)).rowcount == 1
+    con.commit()
+    con.close()
+    traces = read_traces(str(path))
+    kept = [(t, i) for t in traces for i in np.flatnonzero(t.gpu.kind == GPU_SYNC)]
+    assert len(kept) == 1
+    t, i = kept[0]
+    assert t.meta["pid"] == split_global_id(np.array([pid]))[0][0]
+    assert (t.s(int(t.gpu.name[i])), int(t.gpu.correlation[i])) == ("Stream Sync", corr)
 
 
 def test_one_process_on_two_gpus_is_two_ranks(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ Times stay integer nanoseconds here (the reader converts them once).
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,9 +21,12 @@ CHUNK = 1 << 16
 NULL = -1
 
 
-def fetch(path: str, con: sqlite3.Connection, sql: str, dtypes: list[type]) -> list[np.ndarray]:
+def fetch(
+    path: str, con: sqlite3.Connection, sql: str, dtypes: list[type], keep: Callable[[np.ndarray], np.ndarray] | None = None
+) -> list[np.ndarray]:
     """The columns of `sql` (integers), one array per column in its dtype. Each chunk of rows is
-    one transient int64 block, cast column by column, so the row tuples never pile up."""
+    one transient int64 block, cast column by column, so the row tuples never pile up; `keep(block)`
+    (a bool per row) drops rows chunk by chunk."""
     width = len(dtypes)
     parts: list[list[np.ndarray]] = [[] for _ in range(width)]
     try:
@@ -33,6 +37,8 @@ def fetch(path: str, con: sqlite3.Connection, sql: str, dtypes: list[type]) -> l
                 break
             block = np.array(rows, dtype=np.int64).reshape(len(rows), width)
             del rows
+            if keep is not None:
+                block = block[keep(block)]
             for i, dt in enumerate(dtypes):
                 parts[i].append(block[:, i].astype(dt))
     except sqlite3.DatabaseError as exc:
@@ -66,9 +72,11 @@ _NARROW = {"device", "name", "regs", "gridX", "gridY", "gridZ", "blockX", "block
            "src_kind", "dst_kind", "mem_kind", "sync_type"}  # fmt: skip
 
 
-def _table(path: str, con: sqlite3.Connection, table: str, exprs: dict[str, str]) -> Columns:
+def _table(
+    path: str, con: sqlite3.Connection, table: str, exprs: dict[str, str], keep: Callable[[np.ndarray], np.ndarray] | None = None
+) -> Columns:
     sql = f"SELECT {', '.join(exprs.values())} FROM \"{table}\""
-    cols = fetch(path, con, sql, [np.int32 if k in _NARROW else np.int64 for k in exprs])
+    cols = fetch(path, con, sql, [np.int32 if k in _NARROW else np.int64 for k in exprs], keep)
     return Columns(dict(zip(exprs, cols)))
 
 
@@ -134,11 +142,23 @@ def memsets(path: str, con: sqlite3.Connection, sc: Schema) -> Columns | None:
     return _table(path, con, t, exprs)
 
 
-def syncs(path: str, con: sqlite3.Connection, sc: Schema) -> Columns | None:
+def syncs(path: str, con: sqlite3.Connection, sc: Schema, calls: np.ndarray) -> Columns | None:
+    """The synchronization records that no runtime call in `calls` (sorted correlation ids)
+    already stands for. CUPTI writes one for each host wait (cudaStreamSynchronize,
+    cudaEventSynchronize, cudaDeviceSynchronize, cudaStreamWaitEvent) with its call's correlation id
+    and the call's interval: where that call is in the export, the record repeats it."""
     t = S.SYNC
     if t not in sc.tables:
         return None
-    return _table(path, con, t, {**_common(sc, t), "sync_type": _c(sc, t, "syncType")})
+    exprs = {**_common(sc, t), "sync_type": _c(sc, t, "syncType")}
+    at = list(exprs).index("correlation")
+
+    def unmatched(block: np.ndarray) -> np.ndarray:
+        corr = block[:, at]
+        i = np.minimum(np.searchsorted(calls, corr), max(len(calls) - 1, 0))
+        return (corr < 0) | (calls[i] != corr) if len(calls) else np.ones(len(corr), bool)
+
+    return _table(path, con, t, exprs, unmatched)
 
 
 def runtime(path: str, con: sqlite3.Connection, sc: Schema) -> Columns | None:

@@ -61,7 +61,8 @@ class _Gpu:
         return len(self.kind)
 
 
-def _gpu_rows(path: str, con: sqlite3.Connection, sc: Schema, names: Strings) -> _Gpu:
+def _gpu_rows(path: str, con: sqlite3.Connection, sc: Schema, names: Strings, calls: np.ndarray) -> _Gpu:
+    """Every activity table's rows; `calls`: the runtime calls' correlation ids, sorted."""
     labels = Labels(con, set(sc.tables))
     k = Q.kernels(path, con, sc)
     kernel_names = Q.strings(path, con, sc, k["name"])
@@ -73,7 +74,7 @@ def _gpu_rows(path: str, con: sqlite3.Connection, sc: Schema, names: Strings) ->
     ms = Q.memsets(path, con, sc)
     if ms is not None:
         parts.append((MEMSET, ms, names.map(ms["mem_kind"], labels.memset)))
-    sy = Q.syncs(path, con, sc)
+    sy = Q.syncs(path, con, sc, calls)
     if sy is not None:
         parts.append((GPU_SYNC, sy, names.map(sy["sync_type"], labels.sync_name)))
     return _Gpu(parts)
@@ -125,10 +126,10 @@ class NsysReader(Reader):
 def _read(path: str, con: sqlite3.Connection) -> list[Trace]:
     sc = S.detect(path, con)
     names = Strings()  # file-wide: every GPU row and runtime call names an index here
-    gpu = _gpu_rows(path, con, sc, names)
     rt = Q.runtime(path, con, sc)
     if rt is None:
         rt = Q.Columns({k: np.zeros(0, np.int64) for k in ("start", "end", "tid", "correlation", "name")})
+    gpu = _gpu_rows(path, con, sc, names, np.sort(rt["correlation"]))
     rt_pid = split_global_id(rt["tid"])[0]
     api = Q.strings(path, con, sc, rt["name"])
     rt_name = names.map(rt["name"], lambda i: runtime_name(api.get(i, "")))
