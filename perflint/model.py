@@ -108,10 +108,10 @@ class GpuTable(Table):
     dur: np.ndarray
     correlation: np.ndarray
     ext_id: np.ndarray
-    grid: np.ndarray  # int64 (n, 3); 0 when unknown
-    block: np.ndarray  # int64 (n, 3)
+    grid: np.ndarray  # int32 (n, 3); 0 when unknown
+    block: np.ndarray  # int32 (n, 3)
     regs: np.ndarray  # int32 registers per thread
-    shmem: np.ndarray  # int64 shared memory bytes
+    shmem: np.ndarray  # int32 shared memory bytes per block
     blocks_per_sm: np.ndarray  # float64, nan when unknown
     warps_per_sm: np.ndarray  # float64
     occupancy: np.ndarray  # float64 est. achieved occupancy %, nan when unknown

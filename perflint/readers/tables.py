@@ -50,6 +50,27 @@ class Strings:
         ids = np.asarray([self.id(text(int(u))) for u in uniq.tolist()], dtype=np.int32)
         return ids[inv.reshape(-1)]
 
+    def remap(self, keys: np.ndarray, text: Callable[[int], str]) -> None:
+        """`map` written over `keys` (an int32 column), a slice at a time: a big column is never
+        held twice, nor sorted whole."""
+        if len(keys) == 0:
+            return
+        uniq = distinct(keys)
+        ids = np.asarray([self.id(text(int(u))) for u in uniq.tolist()], dtype=np.int32)
+        for i in range(0, len(keys), _STEP):
+            part = keys[i : i + _STEP]
+            part[:] = ids[np.searchsorted(uniq, part)]
+
+
+_STEP = 1 << 20
+
+
+def distinct(values: np.ndarray) -> np.ndarray:
+    """The sorted distinct values of a big column, a slice at a time (a few distinct values in
+    millions of rows: no full-size sort or copy)."""
+    parts = [np.unique(values[i : i + _STEP]) for i in range(0, len(values), _STEP)]
+    return np.unique(np.concatenate(parts)) if parts else values[:0].copy()
+
 
 class Threads:
     """The trace's thread table: `id(pid, tid)` interns, `list` is `Trace.threads`."""
@@ -81,7 +102,7 @@ _RUNTIME: dict[str, tuple[Any, Any]] = {
 _GPU: dict[str, tuple[Any, Any]] = {
     "kind": (np.int8, 0), "name": (np.int32, NONE), "device": (np.int32, 0), "stream": (np.int64, NONE),
     "ts": (np.float64, 0.0), "dur": (np.float64, 0.0), "correlation": (np.int64, NONE), "ext_id": (np.int64, NONE),
-    "grid": (np.int64, 0), "block": (np.int64, 0), "regs": (np.int32, NONE), "shmem": (np.int64, NONE),
+    "grid": (np.int32, 0), "block": (np.int32, 0), "regs": (np.int32, NONE), "shmem": (np.int32, NONE),
     "blocks_per_sm": (np.float64, np.nan), "warps_per_sm": (np.float64, np.nan), "occupancy": (np.float64, np.nan),
     "nbytes": (np.int64, 0), "collective": (np.int32, NONE), "launch": (np.int32, NONE),
 }  # fmt: skip
@@ -113,7 +134,10 @@ def _columns(path: str, what: str, spec: dict[str, tuple[Any, Any]], cols: dict[
         shape: tuple[int, ...] = (n, 3) if k in _WIDE else (n,)
         if k in cols:
             try:
-                arr = np.asarray(cols[k], dtype=dtype)
+                given = cols[k]
+                if isinstance(given, np.ndarray) and given.dtype.kind in "iu" and np.dtype(dtype).kind == "i":
+                    _fits(path, what, k, given, np.iinfo(dtype))
+                arr = np.asarray(given, dtype=dtype)
             except (TypeError, ValueError, OverflowError):
                 raise InputError(path, f"{what} {k}: values of the wrong type") from None
             if arr.shape != shape:
@@ -126,6 +150,12 @@ def _columns(path: str, what: str, spec: dict[str, tuple[Any, Any]], cols: dict[
             # no memory (a big export would otherwise carry megabytes of "unknown" per column).
             out[k] = np.broadcast_to(np.asarray(missing, dtype=dtype), shape)
     return out
+
+
+def _fits(path: str, what: str, col: str, values: np.ndarray, dtype: np.iinfo) -> None:
+    """Integers about to be narrowed to the column's type: one beyond it is bad input, not a wrap."""
+    if len(values) and values.dtype.itemsize > dtype.bits // 8 and (values.min() < dtype.min or values.max() > dtype.max):
+        raise InputError(path, f"{what} {col}: values beyond {dtype.bits} bits")
 
 
 # A column as a reader hands it over: a list, or an array already of the column's type.
@@ -171,4 +201,4 @@ def build_trace(
     )
 
 
-__all__ = ["Strings", "Threads", "build_trace"]
+__all__ = ["Strings", "Threads", "build_trace", "distinct"]

@@ -267,8 +267,9 @@ def test_counter_range_time_out_of_range(capsys: pytest.CaptureFixture[str], tmp
 
 @pytest.mark.parametrize(
     ("grid", "block"),
-    [([2**40, 2**40, 1], [256, 1, 1]), ([2**62, 1, 1], [1024, 1, 1]), ([-1, 1, 1], [256, 1, 1]), ([8, 1, 1], [-256, 1, 1])],
-    ids=["grid-2^80", "threads-2^72", "grid-negative", "block-negative"],
+    [([2**40, 2**40, 1], [256, 1, 1]), ([2**62, 1, 1], [1024, 1, 1]), ([-1, 1, 1], [256, 1, 1]), ([8, 1, 1], [-256, 1, 1]),
+     ([2**31, 1, 1], [256, 1, 1])],
+    ids=["grid-2^80", "threads-2^72", "grid-negative", "block-negative", "grid-beyond-32-bits"],
 )
 def test_impossible_launch_is_unknown(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, way: str, grid: list[int], block: list[int]
@@ -306,9 +307,9 @@ def test_memory_sizes_out_of_range_are_unknown(
 
 @pytest.mark.parametrize(
     ("key", "value"),
-    [("registers per thread", -3), ("shared memory", -1024), ("est. achieved occupancy %", 250.0), ("blocks per SM", -2.0),
-     ("blocks per SM", 10**400), ("warps per SM", 10**400)],
-    ids=["regs-negative", "shmem-negative", "occupancy-250", "bps-negative", "bps-10^400", "wps-10^400"],
+    [("registers per thread", -3), ("shared memory", -1024), ("shared memory", 2**31), ("est. achieved occupancy %", 250.0),
+     ("blocks per SM", -2.0), ("blocks per SM", 10**400), ("warps per SM", 10**400)],
+    ids=["regs-negative", "shmem-negative", "shmem-2^31", "occupancy-250", "bps-negative", "bps-10^400", "wps-10^400"],
 )  # fmt: skip
 def test_impossible_kernel_detail_is_unknown(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, way: str, key: str, value: Any

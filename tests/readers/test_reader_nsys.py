@@ -163,6 +163,22 @@ def test_a_sync_record_whose_call_is_missing_is_kept(tmp_path: Path) -> None:
     assert (t.s(int(t.gpu.name[i])), int(t.gpu.correlation[i])) == ("Stream Sync", corr)
 
 
+def test_rows_beyond_the_largest_rowid_are_all_read(tmp_path: Path) -> None:
+    # Columns are sized by the table's largest rowid; rows stored under negative rowids exceed it.
+    path = tmp_path / "negative_rowids.sqlite"
+    shutil.copy(OLD, path)
+    con = sqlite3.connect(path)
+    (n,) = con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()
+    con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET rowid = -rowid")
+    con.commit()
+    con.close()
+    assert n > 1
+    (before,), (after,) = read_traces(str(OLD)), read_traces(str(path))
+    k = after.gpu.kind == KERNEL
+    assert int(k.sum()) == n
+    assert sorted(after.gpu.ts[k].tolist()) == sorted(before.gpu.ts[before.gpu.kind == KERNEL].tolist())
+
+
 def test_one_process_on_two_gpus_is_two_ranks(tmp_path: Path) -> None:
     path = tmp_path / "two_gpus.sqlite"
     build_one_process_two_gpus(str(path))

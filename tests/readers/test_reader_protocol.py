@@ -9,10 +9,12 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from perflint import readers
 from perflint.cli import main
+from perflint.errors import InputError
 from perflint.model import KERNEL, Trace
 from perflint.readers import Reader, ReadOptions, discover, read_traces
 from perflint.readers.tables import Strings, Threads, build_trace
@@ -183,3 +185,12 @@ def test_every_format_says_why_a_headline_number_is_null(capsys: pytest.CaptureF
                 assert token in said, (t["path"], group, key, said)
                 formats_seen += 1
     assert formats_seen >= 5  # the check above was exercised on the formats that lack data
+
+
+def test_an_integer_column_beyond_its_type_is_bad_input() -> None:
+    strings, threads = Strings(), Threads()
+    grid = np.array([[2**31, 1, 1]], dtype=np.int64)
+    with pytest.raises(InputError, match=r"x\.json: GPU activity grid: values beyond 32 bits"):
+        build_trace("x.json", "toy", strings, threads, gpu={"kind": [KERNEL], "name": [strings.id("k")], "grid": grid})
+    ok = build_trace("x.json", "toy", strings, threads, gpu={"kind": [KERNEL], "name": [strings.id("k")], "grid": grid >> 1})
+    assert ok.gpu.grid.dtype == np.int32 and ok.gpu.grid.tolist() == [[2**30, 0, 0]]

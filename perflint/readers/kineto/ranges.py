@@ -99,9 +99,10 @@ def check_columns(trace: Trace) -> None:
         (ops, "ext_id", "External id"), (ops, "seq", "Sequence number"), (ops, "fwd_tid", "Fwd thread id"),
         (rt, "correlation", "correlation"), (rt, "ext_id", "External id"),
         (gpu, "correlation", "correlation"), (gpu, "ext_id", "External id"),
-        (gpu, "regs", "registers per thread"), (gpu, "shmem", "shared memory"),
+        (gpu, "regs", "registers per thread"),
     ):  # fmt: skip
         _keep_within(tbl, col, 0, INT64_MAX, NONE, what, dropped)
+    _keep_within(gpu, "shmem", 0, INT32_MAX, NONE, "shared memory", dropped)
     if len(gpu):
         _launches(gpu, dropped)
         _keep_within(gpu, "nbytes", 0, MAX_BYTES, NONE, "bytes", dropped)
@@ -116,6 +117,8 @@ def check_columns(trace: Trace) -> None:
     if dropped:
         parts = ", ".join(f"{n} {what}" for what, n in dropped.items())
         trace.warnings.append(f"out-of-range values ignored (taken as unknown): {parts}")
+    # The model's launch columns are 32-bit, as every CUDA and HIP limit is: all values fit now.
+    gpu.grid, gpu.block, gpu.shmem = (getattr(gpu, c).astype(np.int32, copy=False) for c in ("grid", "block", "shmem"))
 
 
 def _keep_within(tbl: Any, col: str, lo: Any, hi: Any, unknown: Any, what: str, dropped: dict[str, int]) -> None:
@@ -146,7 +149,8 @@ def _set_unknown(tbl: Any, col: str, bad: np.ndarray, unknown: Any, what: str, d
 
 
 def _launches(gpu: Any, dropped: dict[str, int]) -> None:
-    """Grid and block both unknown (0) for a launch with a negative dimension or MAX_THREADS or more."""
+    """Grid and block both unknown (0) for a launch with a negative dimension, one beyond 32 bits
+    (no GPU allows it) or MAX_THREADS or more threads."""
     grid, block = gpu.grid, gpu.block
     if grid.min() < 0 or block.min() < 0:
         ok = (grid >= 0).all(axis=1) & (block >= 0).all(axis=1)
@@ -154,6 +158,9 @@ def _launches(gpu: Any, dropped: dict[str, int]) -> None:
         ok = None
     # The product of the dims' maxima bounds every launch: one reduction per column when it is small.
     most = [max(float(dims[:, j].max()), 1.0) for dims in (grid, block) for j in range(3)]  # per column: fast
+    if max(most) > INT32_MAX:
+        fits = (grid <= INT32_MAX).all(axis=1) & (block <= INT32_MAX).all(axis=1)
+        ok = fits if ok is None else ok & fits
     if math.prod(most) >= MAX_THREADS:
         threads = np.ones(len(grid), dtype=np.float64)
         for dims in (grid, block):

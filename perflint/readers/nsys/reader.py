@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from perflint.errors import InputError
-from perflint.model import GPU_SYNC, KERNEL, MEMCPY, MEMSET, NONE, Device, Trace
+from perflint.model import KERNEL, NONE, Device, Trace
 from perflint.readers import sqlite
 from perflint.readers.nsys import queries as Q
 from perflint.readers.nsys import schema as S
@@ -26,10 +26,10 @@ from perflint.readers.nsys.names import Labels, runtime_name
 from perflint.readers.nsys.nvtx import Ranges, op_columns, read_ranges
 from perflint.readers.nsys.schema import Schema
 from perflint.readers.protocol import Reader, ReadOptions
-from perflint.readers.tables import Strings, Threads, build_trace
+from perflint.readers.tables import Strings, Threads, build_trace, distinct
 
 FORMAT = "nsys"
-_NO_STREAM = 0xFFFFFFFF  # CUPTI's "no stream" (device-wide sync records)
+_GPU_TABLES = (S.KERNEL, S.MEMCPY, S.MEMSET, S.SYNC)
 
 
 def split_global_id(gid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -39,66 +39,70 @@ def split_global_id(gid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.where(ok, (gid >> 24) & 0xFFFFFF, -1), np.where(ok, gid & 0xFFFFFF, -1)
 
 
-class _Gpu:
-    """The GPU rows of every activity table, concatenated (integer ns times, file-wide names)."""
+class _Threads:
+    """File-wide thread ids of globalTid values, with each thread's process."""
 
-    def __init__(self, parts: list[tuple[int, Q.Columns, np.ndarray]]) -> None:
-        def cat(key: str, default: int = NONE) -> np.ndarray:
-            return np.concatenate([c[key] if key in c.cols else np.full(len(c), default, np.int64) for _, c, _ in parts]) if parts else np.zeros(0, np.int64)
+    def __init__(self) -> None:
+        self.table = Threads()
+        self.pid: list[int] = []
 
-        self.kind = np.concatenate([np.full(len(c), k, np.int8) for k, c, _ in parts]) if parts else np.zeros(0, np.int8)
-        self.name = np.concatenate([n for _, _, n in parts]) if parts else np.zeros(0, np.int64)
-        self.start, self.end = cat("start", 0), cat("end", 0)
-        self.device, self.correlation = cat("device", 0), cat("correlation")
-        stream = cat("stream")
-        self.stream = np.where(stream == _NO_STREAM, NONE, stream)
-        self.pid = split_global_id(cat("pid"))[0]
-        self.grid = np.stack([cat(k, 0) for k in ("gridX", "gridY", "gridZ")], axis=1) if parts else np.zeros((0, 3), np.int64)
-        self.block = np.stack([cat(k, 0) for k in ("blockX", "blockY", "blockZ")], axis=1) if parts else np.zeros((0, 3), np.int64)
-        self.regs, self.shmem, self.nbytes = cat("regs"), cat("shmem"), cat("bytes", 0)
+    def ids(self, gtid: np.ndarray) -> np.ndarray:
+        if len(gtid) == 0:
+            return np.zeros(0, np.int32)
+        keys, inv = np.unique(gtid, return_inverse=True)
+        p, t = split_global_id(keys)
+        out = []
+        for a, b in zip(p.tolist(), t.tolist()):
+            i = self.table.id(a, b)
+            if i == len(self.pid):
+                self.pid.append(a)
+            out.append(i)
+        return np.asarray(out, np.int32)[inv.reshape(-1)]
 
-    def __len__(self) -> int:
-        return len(self.kind)
 
-
-def _gpu_rows(path: str, con: sqlite3.Connection, sc: Schema, names: Strings, calls: np.ndarray) -> _Gpu:
-    """Every activity table's rows; `calls`: the runtime calls' correlation ids, sorted."""
+def _gpu_rows(path: str, con: sqlite3.Connection, sc: Schema, names: Strings, calls: np.ndarray) -> dict[str, np.ndarray]:
+    """Every activity table's rows in one set of columns; `calls`: the runtime calls' correlation
+    ids, sorted. Names become `names` ids, one table's slice at a time."""
     labels = Labels(con, set(sc.tables))
-    k = Q.kernels(path, con, sc)
-    kernel_names = Q.strings(path, con, sc, k["name"])
-    parts: list[tuple[int, Q.Columns, np.ndarray]] = [(KERNEL, k, names.map(k["name"], lambda i: kernel_names.get(i, "")))]
-    m = Q.memcpys(path, con, sc)
-    if m is not None:
-        code = (m["copy_kind"] + 1) * 4096 + (m["src_kind"] + 1) * 64 + (m["dst_kind"] + 1)
-        parts.append((MEMCPY, m, names.map(code, lambda c: labels.memcpy(c // 4096 - 1, (c // 64) % 64 - 1, c % 64 - 1))))
-    ms = Q.memsets(path, con, sc)
-    if ms is not None:
-        parts.append((MEMSET, ms, names.map(ms["mem_kind"], labels.memset)))
-    sy = Q.syncs(path, con, sc, calls)
-    if sy is not None:
-        parts.append((GPU_SYNC, sy, names.map(sy["sync_type"], labels.sync_name)))
-    return _Gpu(parts)
+    sink = Q.Sink(Q.GPU_SPEC, sum(Q.capacity(path, con, t) for t in _GPU_TABLES if t in sc.tables))
+    kernel = Q.kernels(path, con, sc, sink)
+    copies = Q.memcpys(path, con, sc, sink)
+    sets = Q.memsets(path, con, sc, sink)
+    waits = Q.syncs(path, con, sc, sink, calls)
+    cols = sink.done()
+    name = cols["name"]
+    (a, n) = kernel
+    kernel_names = Q.strings(path, con, sc, distinct(name[a : a + n]))
+    names.remap(name[a : a + n], lambda i: kernel_names.get(i, ""))
+    (a, n) = copies
+    names.remap(name[a : a + n], lambda c: labels.memcpy(c // 4096 - 1, (c // 64) % 64 - 1, c % 64 - 1))
+    (a, n) = sets
+    names.remap(name[a : a + n], labels.memset)
+    (a, n) = waits
+    names.remap(name[a : a + n], labels.sync_name)
+    return cols
 
 
-def _fill_pids(gpu: _Gpu, rt_corr: np.ndarray, rt_pid: np.ndarray) -> None:
+def _fill_pids(gpu: dict[str, np.ndarray], rt_corr: np.ndarray, rt_pid: np.ndarray) -> None:
     """GPU rows without a process (no globalPid column) take their launching call's process."""
-    miss = np.flatnonzero(gpu.pid < 0)
+    pid, corr = gpu["pid"], gpu["correlation"]
+    miss = np.flatnonzero(pid < 0)
     if len(miss) == 0 or len(rt_corr) == 0:
         return
     order = np.argsort(rt_corr, kind="stable")
     sc = rt_corr[order]
-    at = np.minimum(np.searchsorted(sc, gpu.correlation[miss]), len(sc) - 1)
-    hit = (sc[at] == gpu.correlation[miss]) & (gpu.correlation[miss] >= 0)
-    gpu.pid[miss[hit]] = rt_pid[order[at[hit]]]
+    at = np.minimum(np.searchsorted(sc, corr[miss]), len(sc) - 1)
+    hit = (sc[at] == corr[miss]) & (corr[miss] >= 0)
+    pid[miss[hit]] = rt_pid[order[at[hit]]]
 
 
-def _ranks(gpu: _Gpu, rt_pid: np.ndarray) -> list[tuple[int, int]]:
+def _ranks(gpu: dict[str, np.ndarray], rt_pid: np.ndarray) -> list[tuple[int, int]]:
     """(pid, device) per rank, in a stable order: processes by pid, devices by id."""
-    if len(gpu):
+    if len(gpu["pid"]):
         # One int64 key per (pid, device): pid is 24 bits (or -1), device ids are small.
-        keys = np.unique((gpu.pid.astype(np.int64) << 32) | (gpu.device.astype(np.int64) & 0xFFFFFFFF))
+        keys = distinct((gpu["pid"].astype(np.int64) << 32) | (gpu["device"].astype(np.int64) & 0xFFFFFFFF))
         return [(k >> 32, (k & 0xFFFFFFFF) - ((k & 0x80000000) << 1)) for k in keys.tolist()]
-    pids = np.unique(rt_pid)
+    pids = distinct(rt_pid)
     return [(int(p), NONE) for p in pids.tolist()] or [(NONE, NONE)]
 
 
@@ -126,56 +130,70 @@ class NsysReader(Reader):
 def _read(path: str, con: sqlite3.Connection) -> list[Trace]:
     sc = S.detect(path, con)
     names = Strings()  # file-wide: every GPU row and runtime call names an index here
-    rt = Q.runtime(path, con, sc)
+    threads = _Threads()
+    rt = Q.runtime(path, con, sc, threads.ids)
     if rt is None:
-        rt = Q.Columns({k: np.zeros(0, np.int64) for k in ("start", "end", "tid", "correlation", "name")})
+        rt = {k: np.zeros(0, dt) for k, (dt, _) in Q.RUNTIME_SPEC.items()}
+    api = Q.strings(path, con, sc, distinct(rt["name"]))
+    names.remap(rt["name"], lambda i: runtime_name(api.get(i, "")))
+    rt_pid = np.asarray(threads.pid, np.int64)[rt["thread"]] if len(rt["thread"]) else np.zeros(0, np.int64)
     gpu = _gpu_rows(path, con, sc, names, np.sort(rt["correlation"]))
-    rt_pid = split_global_id(rt["tid"])[0]
-    api = Q.strings(path, con, sc, rt["name"])
-    rt_name = names.map(rt["name"], lambda i: runtime_name(api.get(i, "")))
     _fill_pids(gpu, rt["correlation"], rt_pid)
     nvtx = read_ranges(path, con, sc, {})
     nv_pid = split_global_id(nvtx.tid)[0] if nvtx is not None else np.zeros(0, np.int64)
     devices = read_devices(con, sc)
     procs = Q.process_names(con, sc)
     ranks = _ranks(gpu, rt_pid)
-    warnings = _warnings(sc, nvtx, len(rt))
+    warnings = _warnings(sc, nvtx, len(rt["ts"]))
     many = len(ranks) > 1
     out = []
     for i, (pid, dev) in enumerate(ranks):
-        g = np.flatnonzero((gpu.pid == pid) & (gpu.device == dev)) if dev != NONE else np.zeros(0, np.int64)
+        g = _where((gpu["pid"] == pid) & (gpu["device"] == dev)) if dev != NONE else np.zeros(0, np.int64)
         r = _runtime_rows(gpu, ranks, pid, dev, rt_pid, rt["correlation"])
         ops = np.flatnonzero(nv_pid == pid)
         out.append(
-            _trace(path, sc, names, gpu, g, rt, rt_name, rt_pid, r, nvtx, ops, devices, pid, dev,
+            _trace(path, sc, names, threads, gpu, g, rt, r, nvtx, ops, devices, pid, dev,
                    rank=i if many else None, world=len(ranks) if many else None, process=procs.get(pid),
-                   warnings=warnings)
+                   warnings=warnings, shared=not many)
         )  # fmt: skip
     return out
 
 
-def _runtime_rows(gpu: _Gpu, ranks: list[tuple[int, int]], pid: int, dev: int, rt_pid: np.ndarray, rt_corr: np.ndarray) -> np.ndarray:
+def _where(mask: np.ndarray) -> np.ndarray | None:
+    """The rows of `mask`; None when it is every row (the columns are then handed over whole)."""
+    return None if mask.all() else np.flatnonzero(mask)
+
+
+def _runtime_rows(
+    gpu: dict[str, np.ndarray], ranks: list[tuple[int, int]], pid: int, dev: int, rt_pid: np.ndarray, rt_corr: np.ndarray
+) -> np.ndarray | None:
     mine = rt_pid == pid
     devs = [d for p, d in ranks if p == pid]
     if len(devs) <= 1:
-        return np.flatnonzero(mine)
+        return _where(mine)
     # One process, several devices: a call belongs to the device of the work it launched.
-    own = (gpu.pid == pid) & (gpu.correlation >= 0)
-    elsewhere = np.unique(gpu.correlation[own & (gpu.device != dev)])
-    here = np.unique(gpu.correlation[own & (gpu.device == dev)])
+    own = (gpu["pid"] == pid) & (gpu["correlation"] >= 0)
+    elsewhere = np.unique(gpu["correlation"][own & (gpu["device"] != dev)])
+    here = np.unique(gpu["correlation"][own & (gpu["device"] == dev)])
     other = np.isin(rt_corr, elsewhere) & ~np.isin(rt_corr, here)
     return np.flatnonzero(mine & ~other)
 
 
-def _blocks_per_sm(cols: dict[str, np.ndarray], devs: dict[int, Device]) -> np.ndarray:
+def _blocks_per_sm(kind: np.ndarray, grid: np.ndarray, device: np.ndarray, devs: dict[int, Device]) -> np.ndarray:
     """Kineto's "blocks per SM" of each kernel: its grid's blocks over the device's SM count (NaN
-    where that is unknown; memcpy and sync rows have no grid)."""
-    out = np.full(len(cols["kind"]), np.nan)
-    blocks = cols["grid"].prod(axis=1)
-    for d, dev in devs.items():
-        if dev.sm_count:
-            m = (cols["device"] == d) & (cols["kind"] == KERNEL) & (blocks > 0)
-            out[m] = blocks[m] / dev.sm_count
+    where that is unknown; memcpy and sync rows have no grid). A slice at a time: no full-size
+    int64 temporaries."""
+    out = np.full(len(kind), np.nan)
+    sms = {d: dev.sm_count for d, dev in devs.items() if dev.sm_count}
+    if not sms:
+        return out
+    step = 1 << 20
+    for i in range(0, len(kind), step):
+        s = slice(i, i + step)
+        blocks = grid[s].prod(axis=1)
+        for d, n in sms.items():
+            m = (device[s] == d) & (kind[s] == KERNEL) & (blocks > 0)
+            out[s][m] = blocks[m] / n
     return out
 
 
@@ -197,18 +215,26 @@ def _warnings(sc: Schema, nvtx: Ranges | None, n_runtime: int) -> list[str]:
 
 
 def _trace(
-    path: str, sc: Schema, names: Strings, gpu: _Gpu, g: np.ndarray, rt: Q.Columns, rt_name: np.ndarray,
-    rt_pid: np.ndarray, r: np.ndarray, nvtx: Ranges | None, ops: np.ndarray,
+    path: str, sc: Schema, names: Strings, file_threads: _Threads, gpu: dict[str, np.ndarray], g: np.ndarray | None,
+    rt: dict[str, np.ndarray], r: np.ndarray | None, nvtx: Ranges | None, ops: np.ndarray,
     devices: dict[tuple[int, int], Device], pid: int, dev: int, *, rank: int | None, world: int | None,
-    process: str | None, warnings: list[str],
+    process: str | None, warnings: list[str], shared: bool,
 ) -> Trace:  # fmt: skip
-    strings, threads = Strings(), Threads()
+    """One rank's Trace; `g`, `r`: its GPU rows and runtime calls (None: all of them). `shared`:
+    the only rank, which takes the file-wide string and thread tables as they are."""
+    strings, threads = (names, file_threads.table) if shared else (Strings(), Threads())
 
     def interned(idx: np.ndarray) -> np.ndarray:
-        if len(idx) == 0:
-            return np.zeros(0, np.int32)
+        if shared or len(idx) == 0:
+            return idx
         uniq, inv = np.unique(idx, return_inverse=True)
         return np.asarray([strings.id(names.list[int(u)]) for u in uniq.tolist()], np.int32)[inv.reshape(-1)]
+
+    def rethread(idx: np.ndarray) -> np.ndarray:
+        if shared or len(idx) == 0:
+            return idx
+        uniq, inv = np.unique(idx, return_inverse=True)
+        return np.asarray([threads.id(*file_threads.table.list[int(u)]) for u in uniq.tolist()], np.int32)[inv.reshape(-1)]
 
     def thread_ids(gtid: np.ndarray) -> np.ndarray:
         """Thread table ids of globalTid values (one per distinct thread)."""
@@ -218,26 +244,21 @@ def _trace(
         p, t = split_global_id(keys)
         return np.asarray([threads.id(int(a), int(b)) for a, b in zip(p.tolist(), t.tolist())], np.int32)[inv.reshape(-1)]
 
-    # A file with one rank (the usual case) hands its columns over whole, without a copy.
-    gt: Callable[[np.ndarray], np.ndarray] = (lambda a: a) if len(g) == len(gpu) else (lambda a: a[g])
-    rtt: Callable[[np.ndarray], np.ndarray] = (lambda a: a) if len(r) == len(rt) else (lambda a: a[r])
-    gpu_cols = {
-        "kind": gt(gpu.kind), "name": interned(gt(gpu.name)), "device": gt(gpu.device), "stream": gt(gpu.stream),
-        "ts": gt(gpu.start) / 1000.0, "dur": (gt(gpu.end) - gt(gpu.start)) / 1000.0, "correlation": gt(gpu.correlation),
-        "grid": gt(gpu.grid), "block": gt(gpu.block), "regs": gt(gpu.regs), "shmem": gt(gpu.shmem), "nbytes": gt(gpu.nbytes),
-    }  # fmt: skip
-    rt_cols = {
-        "name": interned(rtt(rt_name)), "thread": thread_ids(rtt(rt["tid"])), "ts": rtt(rt["start"]) / 1000.0,
-        "dur": (rtt(rt["end"]) - rtt(rt["start"])) / 1000.0, "correlation": rtt(rt["correlation"]),
-    }  # fmt: skip
+    # The only rank (the usual case) takes its columns whole, without a copy.
+    gt: Callable[[np.ndarray], np.ndarray] = (lambda a: a) if g is None else (lambda a: a[g])
+    rtt: Callable[[np.ndarray], np.ndarray] = (lambda a: a) if r is None else (lambda a: a[r])
+    gpu_cols = {k: gt(gpu[k]) for k in ("kind", "device", "stream", "ts", "dur", "correlation", "grid", "block", "regs", "shmem", "nbytes")}
+    gpu_cols["name"] = interned(gt(gpu["name"]))
+    rt_cols = {k: rtt(rt[k]) for k in ("ts", "dur", "correlation")}
+    rt_cols.update(name=interned(rtt(rt["name"])), thread=rethread(rtt(rt["thread"])))
     op_cols = None
     if nvtx is not None and len(ops):
         op_cols = op_columns(
             nvtx, ops, strings.id, thread_ids(nvtx.tid[ops]), split_global_id(nvtx.tid[ops])[1], nvtx.start[ops] / 1000.0, (nvtx.end[ops] - nvtx.start[ops]) / 1000.0
         )
-    used = sorted({int(d) for d in np.unique(gpu.device[g]).tolist()}) if dev != NONE else []
+    used = sorted(int(d) for d in distinct(gpu_cols["device"]).tolist()) if dev != NONE else []
     devs = devices_of(devices, pid, used)
-    gpu_cols["blocks_per_sm"] = _blocks_per_sm(gpu_cols, devs)
+    gpu_cols["blocks_per_sm"] = _blocks_per_sm(gpu_cols["kind"], gpu_cols["grid"], gpu_cols["device"], devs)
     meta = {"nsys_version": sc.product, "export_schema": sc.version, "pid": pid if pid >= 0 else None, "process": process}
     return build_trace(
         path, FORMAT, strings, threads, ops=op_cols, runtime=rt_cols, gpu=gpu_cols,
