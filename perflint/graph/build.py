@@ -79,16 +79,24 @@ def _match_correlation(rt_corr: np.ndarray, gpu_corr: np.ndarray) -> tuple[np.nd
     out = np.full(len(gpu_corr), NONE, dtype=np.int32)
     if len(rt_corr) == 0:
         return out, True
-    order = np.argsort(rt_corr, kind="stable")
-    sorted_corr = rt_corr[order]
+    # Calls usually come in correlation order already (ids are handed out as calls are made):
+    # then the column is its own sort, without a permutation and a sorted copy of it.
+    order: np.ndarray | None = None
+    sorted_corr = rt_corr
+    if not bool((rt_corr[1:] >= rt_corr[:-1]).all()):
+        order = np.argsort(rt_corr, kind="stable")
+        sorted_corr = rt_corr[order]
     unique = not bool(((sorted_corr[1:] == sorted_corr[:-1]) & (sorted_corr[1:] != NONE)).any())
-    if len(gpu_corr) == 0:
-        return out, unique
-    pos = np.searchsorted(sorted_corr, gpu_corr)
-    pos_c = np.minimum(pos, len(sorted_corr) - 1)
-    hit = (sorted_corr[pos_c] == gpu_corr) & (gpu_corr != NONE)
-    out[hit] = order[pos_c[hit]]
+    last = len(sorted_corr) - 1
+    for i in range(0, len(gpu_corr), _SLICE):  # a slice at a time: no full-size int64 positions
+        g = gpu_corr[i : i + _SLICE]
+        pos = np.minimum(np.searchsorted(sorted_corr, g), last)
+        hit = (sorted_corr[pos] == g) & (g != NONE)
+        out[i : i + _SLICE][hit] = pos[hit] if order is None else order[pos[hit]]
     return out, unique
+
+
+_SLICE = 1 << 20
 
 
 def ops_by_thread_ts(trace: Trace) -> np.ndarray | None:
