@@ -29,7 +29,9 @@ def _dense(col: np.ndarray) -> tuple[np.ndarray, int]:
     lo, hi = int(col.min()), int(col.max())
     span = hi - lo + 1
     if span <= 4 * len(col) + 1024:
-        return col.astype(np.int64) - lo, span
+        code = col.astype(np.int64)
+        code -= lo
+        return code, span
     u, inv = np.unique(col, return_inverse=True)
     return inv.astype(np.int64), len(u)
 
@@ -57,28 +59,35 @@ def factorize(cols: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     if n == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     table = _TABLE * n + 1024
-    code = np.zeros(n, dtype=np.int64)
-    card = 1
-    for col in cols:
+    code, card = _dense(np.asarray(cols[0]))  # the codes are this function's own: updated in place
+    for col in cols[1:]:
         c, span = _dense(np.asarray(col))
         if card > 1 and card * span > table and card <= table:
             code, card = _compress(code, card)
         if card * span >= _LIMIT:  # re-rank the codes so far (at most n of them)
             u, code = np.unique(code, return_inverse=True)
             code, card = code.astype(np.int64).reshape(-1), len(u)
-        code = code * span + c
+        code *= span
+        code += c
+        del c
         card *= span
     if card > 1 << 16 and card <= table:
         code, card = _compress(code, card)
     if card <= 1 << 16:
-        order = np.argsort(_small_key(code, card), kind="stable")
-        s = code[order]
+        key = _small_key(code, card)
+        order = np.argsort(key, kind="stable")
+        s = key[order]
         new = np.empty(n, dtype=bool)
         new[0] = True
         new[1:] = s[1:] != s[:-1]
+        del s
         first = order[new]  # per code (ascending), its first row: what np.unique's return_index gives
-        inv = np.empty(n, dtype=np.int64)
-        inv[order] = np.cumsum(new) - 1
+        del order, new
+        present = np.zeros(card, dtype=bool)
+        present[key] = True
+        place = np.cumsum(present, dtype=np.int64) - 1  # per code: its place among the codes present
+        inv = np.take(place, key, out=code)  # the codes are not read again: their buffer takes the inverse
+        del key
     else:
         _, first, inv = np.unique(code, return_index=True, return_inverse=True)
     rank = np.argsort(first, kind="stable")
@@ -141,7 +150,7 @@ def labels(col: np.ndarray, fn: Callable[[int], K]) -> tuple[np.ndarray, list[K]
     col = np.asarray(col)
     if len(col) == 0:
         return np.zeros(0, dtype=np.int64), []
-    table = np.zeros(int(col.max()) + 2, dtype=np.int64)
+    table = np.zeros(int(col.max()) + 2, dtype=np.int32)  # fewer distinct values than ids
     index: dict[K, int] = {}
     ids = ([-1] if (col < 0).any() else []) + present_ids(col)
     for i in ids:

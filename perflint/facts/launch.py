@@ -21,7 +21,7 @@ from perflint.facts._group import Groups, dense_ids, group_medians, id_table, su
 from perflint.facts.apis import is_kernel_launch, is_launch
 from perflint.facts.steps import busy_intervals, window_gaps, windows
 from perflint.memo import once
-from perflint.metrics.intervals import merge
+from perflint.metrics.intervals import merge_spans
 from perflint.metrics.steps import step_of
 from perflint.model import GPU_SYNC, KERNEL, NONE
 from perflint.units import fmt_duration
@@ -236,7 +236,7 @@ def launch_summary(ctx: Context) -> list[Row]:
     busy = gpu_utilization(ctx) if ctx.steps else None
     window = window_span_us(ctx)
     if busy is None and window:
-        ms, me = merge(g.ts[kern], g.ts[kern] + kd)
+        ms, me = merge_spans(g.ts, g.dur, kern)
         busy = 100.0 * float((me - ms).sum()) / window
     kernel_time = float(kd.sum())
     rt = t.runtime
