@@ -166,29 +166,29 @@ def sums(ids: np.ndarray, weights: np.ndarray, n: int) -> np.ndarray:
 
 def group_medians(values: np.ndarray, counts: np.ndarray) -> list[float | None]:
     """float(np.median(v[~isnan(v)])) of each group of `values` (grouped: consecutive runs of
-    `counts`), None for a group without a number; one sort for all groups instead of a
-    np.median call per group. np.median is the mean of the one or two middle values, which is
-    that value or (a + b) / 2, except for a zero sum (the sign of a zero depends on how the mean
-    adds): those groups ask np.median itself."""
-    counts = np.asarray(counts, dtype=np.int64)
-    ng = len(counts)
-    gid = np.repeat(np.arange(ng), counts)
-    ok = ~np.isnan(values)
-    v, g = values[ok], gid[ok]
-    v = v[np.lexsort((v, g))]
-    n = np.bincount(g, minlength=ng)
-    start = np.concatenate(([0], np.cumsum(n)[:-1]))
-    bounds = np.concatenate(([0], np.cumsum(counts))).tolist()
+    `counts`), None for a group without a number. np.median is the mean of the one or two middle
+    values, which is that value or (a + b) / 2, except for a zero sum (the sign of a zero depends
+    on how the mean adds): those groups ask np.median itself. The middle values are order
+    statistics, found by a partition of the group's own rows (no sort of all rows)."""
+    bounds = np.concatenate(([0], np.cumsum(np.asarray(counts, dtype=np.int64)))).tolist()
     out: list[float | None] = []
-    for gi, (k, s0) in enumerate(zip(n.tolist(), start.tolist())):
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        part = values[a:b]
+        nan = np.isnan(part)
+        if nan.any():
+            part = part[~nan]
+        k = len(part)
         if k == 0:
             out.append(None)
             continue
-        mid = s0 + k // 2
-        m = float(v[mid]) if k % 2 else (float(v[mid - 1]) + float(v[mid]))
+        mid = k // 2
+        if k % 2:
+            m = float(np.partition(part, mid)[mid])
+        else:
+            p = np.partition(part, (mid - 1, mid))
+            m = float(p[mid - 1]) + float(p[mid])
         if m == 0.0:
-            part = values[bounds[gi] : bounds[gi + 1]]
-            out.append(float(np_median(part[~np.isnan(part)])))
+            out.append(float(np_median(part)))
         else:
             out.append(m if k % 2 else m / 2.0)
     return out

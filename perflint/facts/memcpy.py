@@ -81,7 +81,7 @@ def memcpy_groups(ctx: Context) -> list[Row]:
     if len(sel) == 0:
         return []
     span = window_span_us(ctx)
-    kop = kernel_op(t)[sel]
+    kop = kernel_op(t, sel)
     names = g.name[sel]
     launch = g.launch[sel].astype(np.int64)
     api_id = np.full(len(sel), NONE, dtype=np.int64)

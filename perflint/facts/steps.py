@@ -112,13 +112,38 @@ def window_gaps(ms: np.ndarray, me: np.ndarray, lo: float, hi: float) -> tuple[n
     """Idle (start, end) pairs inside [lo, hi] given sorted disjoint busy intervals."""
     if hi <= lo:
         return np.zeros(0), np.zeros(0)
-    a = np.searchsorted(me, lo, side="right")  # first interval ending after lo
-    b = np.searchsorted(ms, hi, side="left")  # intervals starting before hi
-    s, e = np.clip(ms[a:b], lo, hi), np.clip(me[a:b], lo, hi)
-    gs = np.concatenate(([lo], e))
-    ge = np.concatenate((s, [hi]))
+    a, b = _inside(ms, me, lo, hi)
+    gs = np.empty(b - a + 1)
+    gs[0] = lo
+    np.clip(me[a:b], lo, hi, out=gs[1:])
+    ge = np.empty(b - a + 1)
+    np.clip(ms[a:b], lo, hi, out=ge[:-1])
+    ge[-1] = hi
     keep = ge > gs
     return gs[keep], ge[keep]
+
+
+def gap_lengths(ms: np.ndarray, me: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """`ge - gs` of `window_gaps` (a gap is kept where its end is past its start, that is where
+    the difference is positive) without the two endpoint arrays."""
+    if hi <= lo:
+        return np.zeros(0)
+    a, b = _inside(ms, me, lo, hi)
+    gap = np.empty(b - a + 1)
+    np.clip(ms[a:b], lo, hi, out=gap[:-1])
+    gap[-1] = hi
+    ends = np.clip(me[a:b], lo, hi)
+    gap[1:] -= ends
+    del ends
+    gap[0] -= lo
+    return gap[gap > 0]
+
+
+def _inside(ms: np.ndarray, me: np.ndarray, lo: float, hi: float) -> tuple[int, int]:
+    """The busy intervals reaching into [lo, hi]: ms/me[a:b]."""
+    a = int(np.searchsorted(me, lo, side="right"))  # first interval ending after lo
+    b = int(np.searchsorted(ms, hi, side="left"))  # intervals starting before hi
+    return a, max(a, b)
 
 
 def _union_in(t: Trace, rows: np.ndarray, lo: float, hi: float) -> float:
@@ -141,8 +166,7 @@ def steps_rows(ctx: Context) -> list[Row]:
         span = w.hi - w.lo
         busy = _union_in(t, kern, w.lo, w.hi)
         active = _union_in(t, w.rows, w.lo, w.hi)
-        gs, ge = window_gaps(ms, me, w.lo, w.hi)
-        gaps = ge - gs
+        gaps = gap_lengths(ms, me, w.lo, w.hi)
         out.append(
             {
                 "step": w.step,
