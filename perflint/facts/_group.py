@@ -122,14 +122,17 @@ def dense_ids(items: Iterable[K]) -> tuple[np.ndarray, dict[K, int]]:
 
 
 def present_ids(col: np.ndarray) -> list[int]:
-    """Distinct non-negative ids in an int column, ascending (a bincount, not a sort)."""
+    """Distinct non-negative ids in an int column, ascending (a presence table, not a sort; the
+    column is indexed as it is, not copied to int64 as bincount would)."""
     col = np.asarray(col)
     if len(col) == 0:
         return []
-    ok = col[col >= 0]
-    if len(ok) == 0:
+    hi = int(col.max())
+    if hi < 0:
         return []
-    used: list[int] = np.flatnonzero(np.bincount(ok)).tolist()
+    present = np.zeros(hi + 1, dtype=bool)
+    present[col if int(col.min()) >= 0 else col[col >= 0]] = True
+    used: list[int] = np.flatnonzero(present).tolist()
     return used
 
 
