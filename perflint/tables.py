@@ -64,7 +64,7 @@ def _kernel_sites(t: Trace, sel: np.ndarray) -> tuple[np.ndarray, list[OpInfo], 
     distinct (kernel name, launch site) pair, resolved once, its name, library, dtype, bottom- and
     top-level op (`inverse`: each kernel's pair)."""
     vendor = trace_vendor(t)
-    iid, infos = op_infos(Context(t), kernel_op(t)[sel])
+    iid, infos = op_infos(Context(t), kernel_op(t, sel))
     width = len(infos) + 1
     pairs, inverse = unique_inverse(t.gpu.name[sel].astype(np.int64) * width + iid)
     per_pair = []
@@ -114,7 +114,7 @@ def op_times(t: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     children = np.bincount(o.parent[nested], weights=dur[nested], minlength=n) if len(nested) else np.zeros(n)
     host_self = np.maximum(dur - children, 0.0)
     work = np.flatnonzero(g.kind != GPU_SYNC)
-    kop = kernel_op(t)[work]
+    kop = kernel_op(t, work)
     linked = kop != NONE
     dev_self = np.bincount(kop[linked], weights=g.dur[work][linked].astype(np.float64), minlength=n) if linked.any() else np.zeros(n)
     return host_self, dur, dev_self, _subtree_sums(t, dev_self)

@@ -51,12 +51,13 @@ def primary_device(ctx: Context) -> Device | None:
     return ctx.trace.primary_device
 
 
-def kernel_op(t: Trace) -> np.ndarray:
-    """Launching (bottom-level) op of each GPU row, NONE when unlinked."""
-    g = t.gpu
-    out = np.full(len(g), NONE, dtype=np.int32)
-    linked = g.launch != NONE
-    out[linked] = t.runtime.op[g.launch[linked]]
+def kernel_op(t: Trace, rows: np.ndarray | None = None) -> np.ndarray:
+    """Launching (bottom-level) op of each GPU row (of the GPU rows `rows` only, when given),
+    NONE when unlinked."""
+    launch = t.gpu.launch if rows is None else t.gpu.launch[rows]
+    out = np.full(len(launch), NONE, dtype=np.int32)
+    linked = launch != NONE
+    out[linked] = t.runtime.op[launch[linked]]
     return out
 
 

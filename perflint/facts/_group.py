@@ -29,7 +29,9 @@ def _dense(col: np.ndarray) -> tuple[np.ndarray, int]:
     lo, hi = int(col.min()), int(col.max())
     span = hi - lo + 1
     if span <= 4 * len(col) + 1024:
-        return col.astype(np.int64) - lo, span
+        code = col.astype(np.int64)
+        code -= lo
+        return code, span
     u, inv = np.unique(col, return_inverse=True)
     return inv.astype(np.int64), len(u)
 
@@ -57,28 +59,35 @@ def factorize(cols: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     if n == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     table = _TABLE * n + 1024
-    code = np.zeros(n, dtype=np.int64)
-    card = 1
-    for col in cols:
+    code, card = _dense(np.asarray(cols[0]))  # the codes are this function's own: updated in place
+    for col in cols[1:]:
         c, span = _dense(np.asarray(col))
         if card > 1 and card * span > table and card <= table:
             code, card = _compress(code, card)
         if card * span >= _LIMIT:  # re-rank the codes so far (at most n of them)
             u, code = np.unique(code, return_inverse=True)
             code, card = code.astype(np.int64).reshape(-1), len(u)
-        code = code * span + c
+        code *= span
+        code += c
+        del c
         card *= span
     if card > 1 << 16 and card <= table:
         code, card = _compress(code, card)
     if card <= 1 << 16:
-        order = np.argsort(_small_key(code, card), kind="stable")
-        s = code[order]
+        key = _small_key(code, card)
+        order = np.argsort(key, kind="stable")
+        s = key[order]
         new = np.empty(n, dtype=bool)
         new[0] = True
         new[1:] = s[1:] != s[:-1]
+        del s
         first = order[new]  # per code (ascending), its first row: what np.unique's return_index gives
-        inv = np.empty(n, dtype=np.int64)
-        inv[order] = np.cumsum(new) - 1
+        del order, new
+        present = np.zeros(card, dtype=bool)
+        present[key] = True
+        place = np.cumsum(present, dtype=np.int64) - 1  # per code: its place among the codes present
+        inv = np.take(place, key, out=code)  # the codes are not read again: their buffer takes the inverse
+        del key
     else:
         _, first, inv = np.unique(code, return_index=True, return_inverse=True)
     rank = np.argsort(first, kind="stable")
@@ -113,14 +122,17 @@ def dense_ids(items: Iterable[K]) -> tuple[np.ndarray, dict[K, int]]:
 
 
 def present_ids(col: np.ndarray) -> list[int]:
-    """Distinct non-negative ids in an int column, ascending (a bincount, not a sort)."""
+    """Distinct non-negative ids in an int column, ascending (a presence table, not a sort; the
+    column is indexed as it is, not copied to int64 as bincount would)."""
     col = np.asarray(col)
     if len(col) == 0:
         return []
-    ok = col[col >= 0]
-    if len(ok) == 0:
+    hi = int(col.max())
+    if hi < 0:
         return []
-    used: list[int] = np.flatnonzero(np.bincount(ok)).tolist()
+    present = np.zeros(hi + 1, dtype=bool)
+    present[col if int(col.min()) >= 0 else col[col >= 0]] = True
+    used: list[int] = np.flatnonzero(present).tolist()
     return used
 
 
@@ -141,7 +153,7 @@ def labels(col: np.ndarray, fn: Callable[[int], K]) -> tuple[np.ndarray, list[K]
     col = np.asarray(col)
     if len(col) == 0:
         return np.zeros(0, dtype=np.int64), []
-    table = np.zeros(int(col.max()) + 2, dtype=np.int64)
+    table = np.zeros(int(col.max()) + 2, dtype=np.int32)  # fewer distinct values than ids
     index: dict[K, int] = {}
     ids = ([-1] if (col < 0).any() else []) + present_ids(col)
     for i in ids:
@@ -157,29 +169,29 @@ def sums(ids: np.ndarray, weights: np.ndarray, n: int) -> np.ndarray:
 
 def group_medians(values: np.ndarray, counts: np.ndarray) -> list[float | None]:
     """float(np.median(v[~isnan(v)])) of each group of `values` (grouped: consecutive runs of
-    `counts`), None for a group without a number; one sort for all groups instead of a
-    np.median call per group. np.median is the mean of the one or two middle values, which is
-    that value or (a + b) / 2, except for a zero sum (the sign of a zero depends on how the mean
-    adds): those groups ask np.median itself."""
-    counts = np.asarray(counts, dtype=np.int64)
-    ng = len(counts)
-    gid = np.repeat(np.arange(ng), counts)
-    ok = ~np.isnan(values)
-    v, g = values[ok], gid[ok]
-    v = v[np.lexsort((v, g))]
-    n = np.bincount(g, minlength=ng)
-    start = np.concatenate(([0], np.cumsum(n)[:-1]))
-    bounds = np.concatenate(([0], np.cumsum(counts))).tolist()
+    `counts`), None for a group without a number. np.median is the mean of the one or two middle
+    values, which is that value or (a + b) / 2, except for a zero sum (the sign of a zero depends
+    on how the mean adds): those groups ask np.median itself. The middle values are order
+    statistics, found by a partition of the group's own rows (no sort of all rows)."""
+    bounds = np.concatenate(([0], np.cumsum(np.asarray(counts, dtype=np.int64)))).tolist()
     out: list[float | None] = []
-    for gi, (k, s0) in enumerate(zip(n.tolist(), start.tolist())):
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        part = values[a:b]
+        nan = np.isnan(part)
+        if nan.any():
+            part = part[~nan]
+        k = len(part)
         if k == 0:
             out.append(None)
             continue
-        mid = s0 + k // 2
-        m = float(v[mid]) if k % 2 else (float(v[mid - 1]) + float(v[mid]))
+        mid = k // 2
+        if k % 2:
+            m = float(np.partition(part, mid)[mid])
+        else:
+            p = np.partition(part, (mid - 1, mid))
+            m = float(p[mid - 1]) + float(p[mid])
         if m == 0.0:
-            part = values[bounds[gi] : bounds[gi + 1]]
-            out.append(float(np_median(part[~np.isnan(part)])))
+            out.append(float(np_median(part)))
         else:
             out.append(m if k % 2 else m / 2.0)
     return out

@@ -51,23 +51,20 @@ FIELDS = {
 class _WeightedMean:
     """Per group, the `dur`-weighted mean of a column with NaNs skipped, as
     `(x[ok] * w[ok]).sum() / w[ok].sum()` computes it on the group's rows (None without weight).
-    Groups without NaN reuse the group's time sum (the same pairwise sum of the same values)."""
+    Groups without NaN reuse the group's time sum (the same pairwise sum of the same values).
+    Work is per group, on its slice: no column-sized products or masks."""
 
-    def __init__(self, x: np.ndarray, w: np.ndarray, groups: Groups) -> None:
+    def __init__(self, x: np.ndarray, w: np.ndarray) -> None:
         self.x, self.w = x, w
-        self.xw = x * w
-        nan = np.isnan(x)
-        starts = np.asarray(groups.bounds[:-1], dtype=np.int64)
-        self.nans = (np.add.reduceat(nan.astype(np.int64), starts) if len(x) else np.zeros(0, dtype=np.int64)).tolist()
 
-    def __call__(self, gi: int, sl: slice, w_sum: float, count: int) -> float | None:
-        nans = self.nans[gi]
-        if nans == 0:
-            return None if w_sum <= 0 else float(self.xw[sl].sum() / w_sum)
-        if nans == count:
-            return None
+    def __call__(self, sl: slice, w_sum: float, count: int) -> float | None:
         x, w = self.x[sl], self.w[sl]
         ok = ~np.isnan(x)
+        kept = int(np.count_nonzero(ok))
+        if kept == count:
+            return None if w_sum <= 0 else float((x * w).sum() / w_sum)
+        if kept == 0:
+            return None
         ws = w[ok].sum()
         if ws <= 0:
             return None
@@ -104,30 +101,32 @@ def kernel_groups(ctx: Context) -> list[Row]:
     step_time = steps_time_us(ctx)
     span = window_span_us(ctx)
     vendor = trace_vendor(t)
-    kop = kernel_op(t)[sel]
     cls = classify(t)
     dev = primary_device(ctx)
     # Group on (op's names + shapes, kernel name): the op side is resolved once per distinct info.
-    iid, infos = op_infos(ctx, kop)
+    iid, infos = op_infos(ctx, kernel_op(t, sel))
     site, _ = dense_ids(
         (info.stack[0] if info.stack else None, info.stack[-1] if info.stack else None, repr(info.dims)) for info in infos
     )
     groups = Groups(site[iid], g.name[sel])
+    names = g.name[sel[groups.first]].tolist()
+    firsts = iid[groups.first].tolist()
+    del iid
     rows_of = sel[groups.order]  # trace rows, grouped, in launch order inside each group
+    del sel
     dur_all = g.dur[rows_of]
+    longest = rows_of[_first_max(dur_all, groups)]
     bps_all = g.blocks_per_sm[rows_of]
     occ = g.occupancy[rows_of]
+    del rows_of
     # Kineto writes 0 when its occupancy query failed (e.g. > 48 KB shared memory) even though
     # blocks ran: unknown, not zero.
-    occ_all = np.where((occ == 0) & (bps_all > 0), np.nan, occ)
-    bps_mean = _WeightedMean(bps_all, dur_all, groups)
-    occ_mean = _WeightedMean(occ_all, dur_all, groups)
-    longest = rows_of[_first_max(dur_all, groups)]
+    occ[(occ == 0) & (bps_all > 0)] = np.nan
+    bps_mean = _WeightedMean(bps_all, dur_all)
+    occ_mean = _WeightedMean(occ, dur_all)
     grids, blocks = g.grid[longest].tolist(), g.block[longest].tolist()
     regs, shmem = g.regs[longest].tolist(), g.shmem[longest].tolist()
     cats, tcs = cls.category[longest].tolist(), cls.tensor_core[longest].tolist()
-    names = g.name[sel[groups.first]].tolist()
-    firsts = iid[groups.first].tolist()
     counts = groups.counts.tolist()
     cc = (
         dev.compute_capability[0] * 10 + dev.compute_capability[1]
@@ -165,8 +164,8 @@ def kernel_groups(ctx: Context) -> list[Row]:
                 "block": block if any(block) else None,
                 "threads_per_block": _prod(block) if any(block) else None,
                 "blocks": _prod(grid) if any(grid) else None,
-                "blocks_per_sm": bps_mean(gi, sl, dur_sum, count),
-                "occupancy_pct": occ_mean(gi, sl, dur_sum, count),
+                "blocks_per_sm": bps_mean(sl, dur_sum, count),
+                "occupancy_pct": occ_mean(sl, dur_sum, count),
                 "registers": regs[gi] if regs[gi] != NONE else None,
                 "shared_memory": shmem[gi] if shmem[gi] != NONE else None,
                 "sm_count": dev.sm_count if dev else None,

@@ -19,9 +19,9 @@ from perflint.facts import Context, Row, fact, rows
 from perflint.facts._common import gpu_utilization, op_infos, steps_time_us, window_mask
 from perflint.facts._group import Groups, dense_ids, group_medians, id_table, sums
 from perflint.facts.apis import is_kernel_launch, is_launch
-from perflint.facts.steps import busy_intervals, window_gaps, windows
+from perflint.facts.steps import busy_intervals, gap_lengths, windows
 from perflint.memo import once
-from perflint.metrics.intervals import merge
+from perflint.metrics.intervals import merge_spans
 from perflint.metrics.steps import step_of
 from perflint.model import GPU_SYNC, KERNEL, NONE
 from perflint.units import fmt_duration
@@ -63,30 +63,30 @@ def _launches(ctx: Context) -> dict[str, np.ndarray]:
     n = len(rt)
     linked = (g.launch != NONE) & (g.kind != GPU_SYNC)
     li = g.launch[linked]
-    # Sums add in row order from 0.0, as np.add.at did: the same floats.
-    gpu_time = sums(li, g.dur[linked], n)
     # First GPU start per call: most calls launch one activity, so assign, then take the min
     # only over calls that launched several.
     lts = g.ts[linked]
+    multi = np.bincount(li, minlength=n)[li] > 1
     starts = np.full(n, np.inf)
     starts[li] = lts
-    multi = np.bincount(li, minlength=n)[li] > 1
     if multi.any():
         starts[li[multi]] = np.inf
         np.minimum.at(starts, li[multi], lts[multi])
+    del lts, multi
     has = np.isfinite(starts)
-    first_start = np.where(has, starts, np.nan)
-    kernels = np.bincount(g.launch[linked & (g.kind == KERNEL)], minlength=n)
-    is_api = id_table(rt.name, lambda i: is_launch(t.s(i)), dtype=bool, fill=False)[rt.name + 1] if n else has
-    sel = np.flatnonzero(has | is_api)
+    if n:
+        has |= id_table(rt.name, lambda i: is_launch(t.s(i)), dtype=bool, fill=False)[rt.name + 1]
+    sel = np.flatnonzero(has)
+    del has
     sel = sel[runtime_in_window(ctx, sel)]
-    return {
-        "idx": sel,
-        "gpu_time": gpu_time[sel],
-        # HTA's documented launch delay: kernel start - end of the launch call (nan: GPU side missing)
-        "delay": first_start[sel] - (rt.ts[sel] + rt.dur[sel]),
-        "kernels": kernels[sel],
-    }
+    first_start = starts[sel]
+    del starts
+    first_start[~np.isfinite(first_start)] = np.nan  # no GPU side
+    # Sums add in row order from 0.0, as np.add.at did: the same floats.
+    gpu_time = sums(li, g.dur[linked], n)[sel]
+    # HTA's documented launch delay: kernel start - end of the launch call (nan: GPU side missing)
+    first_start -= rt.ts[sel] + rt.dur[sel]
+    return {"idx": sel.astype(np.int32) if n < 2**31 else sel, "gpu_time": gpu_time, "delay": first_start}
 
 
 GROUP_FIELDS = {
@@ -128,8 +128,10 @@ def launch_groups(ctx: Context) -> list[Row]:
     iid, infos = op_infos(ctx, rt.op[idx])
     site, _ = dense_ids((info.stack[0] if info.stack else None, info.stack[-1] if info.stack else None) for info in infos)
     groups = Groups(rt.name[idx], site[iid])
+    first_info = iid[groups.first].tolist()
+    del iid
     busy = gpu_utilization(ctx)
-    dur_all = rt.dur[idx][groups.order]
+    dur_all = rt.dur[idx[groups.order]]
     delay_all = L["delay"][groups.order]
     gpu_all = L["gpu_time"][groups.order]
     medians = group_medians(delay_all, groups.counts)
@@ -139,7 +141,7 @@ def launch_groups(ctx: Context) -> list[Row]:
         delay = delay_all[sl]
         delay = delay[~np.isnan(delay)]
         first = int(groups.first[gi])
-        info = infos[int(iid[first])]
+        info = infos[first_info[gi]]
         slow = dur > SLOW_CALL_US
         over = (dur > RUNTIME_CUTOFF_US) & ~slow
         dover = delay > DELAY_CUTOFF_US
@@ -206,8 +208,7 @@ def _launch_gap_idle(ctx: Context) -> tuple[float, float]:
     ms, me = busy_intervals(ctx)
     short = total = 0.0
     for w in windows(ctx):
-        gs, ge = window_gaps(ms, me, w.lo, w.hi)
-        gap = ge - gs
+        gap = gap_lengths(ms, me, w.lo, w.hi)
         total += float(gap.sum())
         short += float(gap[gap < LAUNCH_GAP_US].sum())
     return short, total
@@ -236,7 +237,7 @@ def launch_summary(ctx: Context) -> list[Row]:
     busy = gpu_utilization(ctx) if ctx.steps else None
     window = window_span_us(ctx)
     if busy is None and window:
-        ms, me = merge(g.ts[kern], g.ts[kern] + kd)
+        ms, me = merge_spans(g.ts, g.dur, kern)
         busy = 100.0 * float((me - ms).sum()) / window
     kernel_time = float(kd.sum())
     rt = t.runtime

@@ -22,7 +22,7 @@ from perflint.facts.apis import is_alloc
 from perflint.facts.launch import window_span_us
 from perflint.graph.build import runtime_source
 from perflint.ids import isin_ids
-from perflint.metrics.intervals import merge
+from perflint.metrics.intervals import merge_spans
 from perflint.metrics.steps import step_of
 from perflint.model import KERNEL, MEMCPY, NONE, Trace
 from perflint.units import fmt_duration
@@ -81,7 +81,7 @@ def memcpy_groups(ctx: Context) -> list[Row]:
     if len(sel) == 0:
         return []
     span = window_span_us(ctx)
-    kop = kernel_op(t)[sel]
+    kop = kernel_op(t, sel)
     names = g.name[sel]
     launch = g.launch[sel].astype(np.int64)
     api_id = np.full(len(sel), NONE, dtype=np.int64)
@@ -170,7 +170,7 @@ def memcpy_share(ctx: Context) -> list[Row]:
     win = window_mask(ctx)
     span = window_span_us(ctx)
     kern = win & (g.kind == KERNEL)
-    ks, ke = merge(g.ts[kern], g.ts[kern] + g.dur[kern])
+    ks, ke = merge_spans(g.ts, g.dur, kern)
     by_dir: dict[str | None, list[Row]] = {}
     for r in rows(ctx, "memcpy_groups"):
         by_dir.setdefault(r["direction"], []).append(r)
@@ -180,7 +180,7 @@ def memcpy_share(ctx: Context) -> list[Row]:
     for direction, groups in by_dir.items():
         want = dir_names.index(direction or "") if (direction or "") in dir_names else -1
         idx = cp_all[dirs == want]
-        ms, me = merge(g.ts[idx], g.ts[idx] + g.dur[idx])
+        ms, me = merge_spans(g.ts, g.dur, idx)
         busy = float((me - ms).sum())
         exposed = busy - _overlap(ms, me, ks, ke)
         total = sum(r["time_us"] for r in groups)

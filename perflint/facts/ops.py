@@ -198,7 +198,7 @@ def op_groups(ctx: Context) -> list[Row]:
     total_kernel = float(gpu.dur[sel].sum())
     cls = classify(t)
     matrix = (cls.category == CAT_INDEX["gemm"]) | (cls.category == CAT_INDEX["conv"])
-    kop = kernel_op(t)[sel].astype(np.int64)
+    kop = kernel_op(t, sel).astype(np.int64)
     linked = kop != NONE
     hit = np.full(len(sel), NONE, dtype=np.int64)
     bwd = np.zeros(len(sel), dtype=bool)

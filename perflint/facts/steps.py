@@ -19,7 +19,7 @@ import numpy as np
 from perflint.facts import Context, Row, enricher, fact
 from perflint.facts._spans import step_windows
 from perflint.memo import once
-from perflint.metrics.intervals import clip_length, merge
+from perflint.metrics.intervals import clip_length, merge_spans
 from perflint.metrics.stats import np_median
 from perflint.metrics.steps import clipped, launch_ts, step_of
 from perflint.model import GPU_SYNC, KERNEL, MEMCPY, MEMSET, Trace
@@ -105,26 +105,51 @@ def busy_intervals(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
     """Merged intervals of all GPU work on the device (the complement is idle)."""
     t = ctx.trace
     work = device_work(t)
-    return merge(t.gpu.ts[work], (t.gpu.ts + t.gpu.dur)[work])
+    return merge_spans(t.gpu.ts, t.gpu.dur, work)
 
 
 def window_gaps(ms: np.ndarray, me: np.ndarray, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
     """Idle (start, end) pairs inside [lo, hi] given sorted disjoint busy intervals."""
     if hi <= lo:
         return np.zeros(0), np.zeros(0)
-    a = np.searchsorted(me, lo, side="right")  # first interval ending after lo
-    b = np.searchsorted(ms, hi, side="left")  # intervals starting before hi
-    s, e = np.clip(ms[a:b], lo, hi), np.clip(me[a:b], lo, hi)
-    gs = np.concatenate(([lo], e))
-    ge = np.concatenate((s, [hi]))
+    a, b = _inside(ms, me, lo, hi)
+    gs = np.empty(b - a + 1)
+    gs[0] = lo
+    np.clip(me[a:b], lo, hi, out=gs[1:])
+    ge = np.empty(b - a + 1)
+    np.clip(ms[a:b], lo, hi, out=ge[:-1])
+    ge[-1] = hi
     keep = ge > gs
     return gs[keep], ge[keep]
 
 
-def _union_in(ts: np.ndarray, end: np.ndarray, rows: np.ndarray, lo: float, hi: float) -> float:
+def gap_lengths(ms: np.ndarray, me: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """`ge - gs` of `window_gaps` (a gap is kept where its end is past its start, that is where
+    the difference is positive) without the two endpoint arrays."""
+    if hi <= lo:
+        return np.zeros(0)
+    a, b = _inside(ms, me, lo, hi)
+    gap = np.empty(b - a + 1)
+    np.clip(ms[a:b], lo, hi, out=gap[:-1])
+    gap[-1] = hi
+    ends = np.clip(me[a:b], lo, hi)
+    gap[1:] -= ends
+    del ends
+    gap[0] -= lo
+    return gap[gap > 0]
+
+
+def _inside(ms: np.ndarray, me: np.ndarray, lo: float, hi: float) -> tuple[int, int]:
+    """The busy intervals reaching into [lo, hi]: ms/me[a:b]."""
+    a = int(np.searchsorted(me, lo, side="right"))  # first interval ending after lo
+    b = int(np.searchsorted(ms, hi, side="left"))  # intervals starting before hi
+    return a, max(a, b)
+
+
+def _union_in(t: Trace, rows: np.ndarray, lo: float, hi: float) -> float:
     if len(rows) == 0:
         return 0.0
-    ms, me = merge(ts[rows], end[rows])
+    ms, me = merge_spans(t.gpu.ts, t.gpu.dur, rows)
     return clip_length(ms, me, lo, hi)
 
 
@@ -134,16 +159,14 @@ def steps_rows(ctx: Context) -> list[Row]:
     t = ctx.trace
     g = t.gpu
     ms, me = busy_intervals(ctx)
-    ts, end = g.ts, g.ts + g.dur
     out: list[Row] = []
     for w in windows(ctx):
         kind = g.kind[w.rows]
         kern = w.rows[kind == KERNEL]
         span = w.hi - w.lo
-        busy = _union_in(ts, end, kern, w.lo, w.hi)
-        active = _union_in(ts, end, w.rows, w.lo, w.hi)
-        gs, ge = window_gaps(ms, me, w.lo, w.hi)
-        gaps = ge - gs
+        busy = _union_in(t, kern, w.lo, w.hi)
+        active = _union_in(t, w.rows, w.lo, w.hi)
+        gaps = gap_lengths(ms, me, w.lo, w.hi)
         out.append(
             {
                 "step": w.step,
@@ -152,8 +175,8 @@ def steps_rows(ctx: Context) -> list[Row]:
                 "window_us": span,
                 "gpu_busy_us": busy,
                 "gpu_busy_pct": 100.0 * busy / span if span > 0 else None,
-                "memcpy_us": _union_in(ts, end, w.rows[kind == MEMCPY], w.lo, w.hi),
-                "memset_us": _union_in(ts, end, w.rows[kind == MEMSET], w.lo, w.hi),
+                "memcpy_us": _union_in(t, w.rows[kind == MEMCPY], w.lo, w.hi),
+                "memset_us": _union_in(t, w.rows[kind == MEMSET], w.lo, w.hi),
                 "gpu_active_pct": 100.0 * active / span if span > 0 else None,
                 "kernel_count": len(kern),
                 "kernel_time_us": float(g.dur[kern].sum()),

@@ -97,7 +97,7 @@ class _Events:
     kind: np.ndarray  # string id of the op name / runtime API
     op: np.ndarray  # op whose stack describes the sync
     blocked: np.ndarray  # us
-    start: np.ndarray  # us, when the wait began
+    idle: np.ndarray | None  # us, device idle time the wait caused (`_idle_after`), None without GPU work
     copy: np.ndarray  # linked GPU copy row of a synchronous memcpy call, else NONE
     memcpy: np.ndarray  # bool: a synchronous memcpy call
     to_host: np.ndarray  # bool: an async copy call that blocked because it went to pageable memory
@@ -109,7 +109,7 @@ def _events(ctx: Context) -> _Events:
     ops = t.ops
     rt = t.runtime
     sync_ops = [i for i in present_ids(ops.name) if t.s(i) in SYNC_OPS]
-    kind, op, blocked, start = [], [], [], []
+    kind, op, blocked, back = [], [], [], []
     if sync_ops and len(rt):  # without runtime calls nothing shows that an item waited on a GPU
         cand = np.flatnonzero(isin_ids(ops.name, np.asarray(sync_ops, dtype=np.int32)) & (ops.kind == OP_CPU))
         cand = cand[_op_window(ctx, ops.ts[cand])]
@@ -120,12 +120,12 @@ def _events(ctx: Context) -> _Events:
         kind.append(ops.name[cand])
         op.append(cand)
         blocked.append(ops.dur[cand])
-        start.append(ops.ts[cand])
+        back.append(ops.ts[cand] + ops.dur[cand])
     n_ops = sum(len(k) for k in kind)
     copy = np.full(n_ops, NONE, dtype=np.int64)
     memcpy = np.zeros(n_ops, dtype=bool)
     to_host = np.zeros(n_ops, dtype=bool)
-    src = np.full(n_ops, NONE, dtype=np.int64)
+    src = np.full(n_ops, NONE, dtype=np.int32)
     if len(rt):
         def category(i: int) -> int:
             api = t.s(i)
@@ -167,31 +167,51 @@ def _events(ctx: Context) -> _Events:
         kind.append(rt.name[rows])
         op.append(rt.op[rows])
         blocked.append(rt.dur[rows])
-        start.append(rt.ts[rows])
-        copy = np.concatenate([copy, rcopy])
-        memcpy = np.concatenate([memcpy, is_copy])
-        to_host = np.concatenate([to_host, pageable])
-        src = np.concatenate([src, runtime_source(t)[rows].astype(np.int64)])
-    def cat_(parts: list[np.ndarray], dt: type[np.generic]) -> np.ndarray:
-        return np.concatenate(parts).astype(dt) if parts else np.zeros(0, dtype=dt)
+        back.append(rt.ts[rows] + rt.dur[rows])
+        copy = _joined([copy, rcopy], np.int64)
+        memcpy = _joined([memcpy, is_copy], np.bool_)
+        to_host = _joined([to_host, pageable], np.bool_)
+        src = _joined([src, runtime_source(t)[rows]], np.int32)
+        del rows, rcopy, is_copy, pageable
+    waited = _joined(blocked, np.float64)
+    idle = _idle_after(ctx, _joined(back, np.float64), waited)
+    return _Events(_joined(kind, np.int32), _joined(op, np.int64), waited, idle, copy, memcpy, to_host, src)
 
-    return _Events(cat_(kind, np.int64), cat_(op, np.int64), cat_(blocked, np.float64), cat_(start, np.float64), copy, memcpy, to_host, src)
+
+def _joined(parts: list[np.ndarray], dt: type[np.generic]) -> np.ndarray:
+    """The parts end to end as `dt`; a part that is the only one holding rows is taken as it
+    is (the parts are the caller's own arrays)."""
+    full = [p for p in parts if len(p)]
+    if len(full) == 1:
+        return full[0].astype(dt, copy=False)
+    return np.concatenate(parts).astype(dt, copy=False) if parts else np.zeros(0, dtype=dt)
 
 
-def _idle_after(ctx: Context, ev: _Events) -> np.ndarray | None:
-    """Per sync: how long the device sat idle from the moment the wait returned until new work
-    started, at most the wait's length. The wait drained the queue, so the GPU idles until the host
-    queues more; without the sync that host work would have overlapped the queued work, by at most
-    the wait's length. Idle time during the wait is not counted: the GPU was then held up by
-    something the sync does not cause (another stream, another rank). None without GPU work."""
+def _idle_after(ctx: Context, back: np.ndarray, blocked: np.ndarray) -> np.ndarray | None:
+    """Per sync (`back`: when its wait returned, `blocked`: its length): how long the device sat
+    idle from the moment the wait returned until new work started, at most the wait's length. The
+    wait drained the queue, so the GPU idles until the host queues more; without the sync that host
+    work would have overlapped the queued work, by at most the wait's length. Idle time during the
+    wait is not counted: the GPU was then held up by something the sync does not cause (another
+    stream, another rank). None without GPU work."""
     ms, me = busy_intervals(ctx)
     if not len(ms):
         return None
-    back = ev.start + ev.blocked
     k = np.searchsorted(ms, back, side="right")  # first busy interval starting after the return
-    inside = (k > 0) & (me[np.maximum(k - 1, 0)] > back)  # still busy when the wait returned
-    nxt = np.where(k < len(ms), ms[np.minimum(k, len(ms) - 1)], back)
-    return np.where(inside, 0.0, np.minimum(np.maximum(nxt - back, 0.0), ev.blocked))
+    j = np.maximum(k - 1, 0)
+    inside = (k > 0) & (me[j] > back)  # still busy when the wait returned
+    np.minimum(k, len(ms) - 1, out=j)
+    idle = ms[j]  # the next work's start; the return itself where none follows
+    del j
+    past = k >= len(ms)
+    del k
+    idle[past] = back[past]
+    del past
+    idle -= back
+    np.maximum(idle, 0.0, out=idle)
+    np.minimum(idle, blocked, out=idle)
+    idle[inside] = 0.0
+    return idle
 
 
 @fact("sync_groups", key=("kind", "direction", "op_stack", "source"), fields=FIELDS)
@@ -208,28 +228,34 @@ def sync_groups(ctx: Context) -> list[Row]:
     where, _ = dense_ids((info.stack, info.source) for info in infos)
     kind_id, kinds = labels(ev.kind, t.s)
     has_copy = ev.copy != NONE
-    copy_name = np.full(len(ev.op), NONE, dtype=np.int64)
+    copy_name = np.full(len(ev.op), NONE, dtype=np.int32)
     copy_name[has_copy] = g.name[ev.copy[has_copy]]
     dir_id, directions = labels(copy_name, lambda i: _direction(t.s(i)) if i != NONE else None)
-    nbytes = np.full(len(ev.op), NONE, dtype=np.int64)
-    nbytes[has_copy] = g.nbytes[ev.copy[has_copy]]
-    nbytes[nbytes < 0] = NONE
+    del copy_name
     # A runtime call's own frame names it only where its ops name none (see runtime_source).
     op_has_src = np.fromiter((info.source is not None for info in infos), dtype=bool, count=len(infos))
     src = np.where(op_has_src[iid], NONE, ev.src)
     groups = Groups(kind_id, dir_id, where[iid], src)
-    dur_all = ev.blocked[groups.order]
+    # What the rows read of each group's first sync; the per-sync keys are not needed past here.
+    first_at = groups.first
+    first_kind, first_dir, first_iid, first_src = (x[first_at].tolist() for x in (kind_id, dir_id, iid, src))
+    del kind_id, dir_id, iid, src
+    nbytes = np.full(len(ev.op), NONE, dtype=np.int64)
+    nbytes[has_copy] = g.nbytes[ev.copy[has_copy]]
+    del has_copy
+    nbytes[nbytes < 0] = NONE
     nb_all = nbytes[groups.order]
-    idle = _idle_after(ctx, ev)
-    idle_all = idle[groups.order] if idle is not None else None
+    del nbytes
+    dur_all = ev.blocked[groups.order]
+    idle_all = ev.idle[groups.order] if ev.idle is not None else None
     rows: list[Row] = []
     for gi, sl in enumerate(groups.slices()):
         dur = dur_all[sl]
-        first = int(groups.first[gi])
-        info = infos[int(iid[first])]
+        first = int(first_at[gi])
+        info = infos[first_iid[gi]]
         stack = info.stack
-        source = info.source if src[first] == NONE else t.s(int(src[first]))
-        kind = kinds[int(kind_id[first])]
+        source = info.source if first_src[gi] == NONE else t.s(first_src[gi])
+        kind = kinds[first_kind[gi]]
         sizes = nb_all[sl]
         sizes = sizes[sizes != NONE]
         blocked = float(dur.sum())
@@ -250,7 +276,7 @@ def sync_groups(ctx: Context) -> list[Row]:
                 "mean_us": blocked / count,
                 "max_us": float(dur.max()),
                 "share_pct": 100.0 * blocked / span if span else None,
-                "direction": directions[int(dir_id[first])],
+                "direction": directions[first_dir[gi]],
                 "bytes": int(sizes.sum()) if len(sizes) else None,
                 "max_bytes": int(sizes.max()) if len(sizes) else None,
                 "in_steps": bool(steps),

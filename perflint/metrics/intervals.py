@@ -16,21 +16,59 @@ def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
         return np.zeros(0), np.zeros(0)
     starts = np.asarray(starts, dtype=np.float64)
     ends = np.asarray(ends, dtype=np.float64)
+    if ascending(starts):  # a stable sort would keep every row where it is
+        return _merge_sorted(starts, np.maximum.accumulate(ends))
     order = np.argsort(starts, kind="stable")
     s = starts[order]
-    e = np.maximum.accumulate(ends[order])
+    e = ends[order]
+    del order
+    return _merge_sorted(s, np.maximum.accumulate(e, out=e))
+
+
+def merge_spans(ts: np.ndarray, dur: np.ndarray, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """`merge(ts[rows], ts[rows] + dur[rows])` (every row when `rows` is None: an index or mask
+    array) without an end column: the ends are added after the sort, only for the rows taken."""
+    s = ts if rows is None else ts[rows]
+    if len(s) == 0:
+        return np.zeros(0), np.zeros(0)
+    s = np.asarray(s, dtype=np.float64)
+    if ascending(s):
+        e = dur.astype(np.float64) if rows is None else np.asarray(dur[rows], dtype=np.float64)
+    else:
+        order = np.argsort(s, kind="stable")
+        s = s[order]
+        if rows is not None:
+            order = (np.flatnonzero(rows) if rows.dtype == np.bool_ else rows)[order]
+        e = np.asarray(dur[order], dtype=np.float64)
+        del order
+    e += s  # the same sum as ts + dur (float addition commutes)
+    return _merge_sorted(s, np.maximum.accumulate(e, out=e))
+
+
+def ascending(x: np.ndarray) -> bool:
+    """Whether `x` never decreases (False where it holds NaN), a chunk at a time: no (n,) mask."""
+    for i in range(0, len(x) - 1, _CHUNK):
+        a = x[i : i + _CHUNK + 1]
+        if not (a[1:] >= a[:-1]).all():
+            return False
+    return True
+
+
+_CHUNK = 1 << 16
+
+
+def _merge_sorted(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`merge` of rows sorted by start, `e` the running maximum of their ends."""
     # A new block starts where an interval begins after everything before it ended.
     new = np.empty(len(s), dtype=bool)
     new[0] = True
     np.greater(s[1:], e[:-1], out=new[1:])
-    first = np.flatnonzero(new)
-    ms = s[first]
+    ms = s[new]
     # The running max is non-decreasing, so a block's end is the running max at its last row
     # (the row before the next block's first).
-    me = np.empty(len(first))
-    me[:-1] = e[first[1:] - 1]
-    me[-1] = e[-1]
-    return ms, me
+    new[:-1] = new[1:].copy()
+    new[-1] = True
+    return ms, e[new]
 
 
 def reduce_at(ufunc: np.ufunc, out: np.ndarray, ids: np.ndarray, values: np.ndarray) -> None:

@@ -24,10 +24,10 @@ from typing import Callable
 import numpy as np
 
 from perflint.graph.build import unique_correlation_launch
-from perflint.ids import unique_inverse
+from perflint.ids import distinct
 from perflint.memo import once
-from perflint.metrics.intervals import merge
-from perflint.model import NONE, OpTable, PyFnTable, RuntimeTable, Trace
+from perflint.metrics.intervals import merge, merge_spans
+from perflint.model import NONE, GpuTable, OpTable, PyFnTable, RuntimeTable, Trace
 
 # HTA's kernel types (hta/utils/utils.py get_kernel_type), applied with re.match (anchored at start).
 _COMM = re.compile(r"^nccl.*Kernel")
@@ -187,18 +187,17 @@ def hta_temporal(trace: Trace) -> TemporalBreakdown | None:
     mask, filtered = hta_device_mask(trace, rounded)
     out: TemporalBreakdown | None = None
     if mask.any():
-        ts, end = g.ts[mask], g.ts[mask] + g.dur[mask]
-        if rounded:  # HTA's order: the end from the exact times, then both rounded
-            ts, end = np.ceil(ts), np.floor(end)
-        ms, me = merge(ts, end)
+        # HTA's COMPUTATION verdict per string id, tested once per name in use; the last slot
+        # stands for rows without a name (NONE indexes it).
+        lut = np.zeros(len(trace.strings) + 1, dtype=bool)
+        for n in distinct(g.name[mask]):
+            lut[n] = hta_kernel_type(trace.s(n)) == "COMPUTATION"
+        ms, me = _union(g, mask, rounded)
         kernel_time = float(me[-1] - ms[0])
         busy = float((me - ms).sum())
+        del ms, me
         idle = kernel_time - busy
-        names = g.name[mask]
-        uniq, inv = unique_inverse(names)
-        is_compute = np.array([hta_kernel_type(trace.s(int(n))) == "COMPUTATION" for n in uniq.tolist()], dtype=bool)
-        c = is_compute[inv] if len(uniq) else np.zeros(0, dtype=bool)
-        cs, ce = merge(ts[c], end[c])
+        cs, ce = _union(g, mask & lut[g.name], rounded)
         compute = float((ce - cs).sum())
         out = TemporalBreakdown(
             idle_us=idle,
@@ -211,6 +210,17 @@ def hta_temporal(trace: Trace) -> TemporalBreakdown | None:
             device_events=int(mask.sum()),
         )
     return out
+
+
+def _union(g: GpuTable, rows: np.ndarray, rounded: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Merged spans of the GPU rows in the mask `rows`; on a rounded trace HTA's order: the end
+    from the exact times, then start rounded up and end down."""
+    if not rounded:
+        return merge_spans(g.ts, g.dur, rows)
+    ts = g.ts[rows]
+    end = g.dur[rows]
+    end += ts
+    return merge(np.ceil(ts, out=ts), np.floor(end, out=end))
 
 
 def temporal_breakdown(trace: Trace) -> dict[str, float | None]:
