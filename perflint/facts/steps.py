@@ -54,7 +54,7 @@ class Window:
     hi: float
     cpu_dur: float
     thread: int  # CPU thread of the step marker (NONE for the whole trace)
-    rows: np.ndarray  # GPU rows launched in the step (kernels, memcpy, memset)
+    rows: np.ndarray  # int32 GPU rows launched in the step (kernels, memcpy, memset)
 
 
 def device_work(t: Trace) -> np.ndarray:
@@ -79,7 +79,7 @@ def windows(ctx: Context) -> list[Window]:
         end = g.ts + g.dur
         # Rows of each step in index order: one stable sort instead of a scan per step.
         cand = np.flatnonzero(work & (sid >= 0))
-        cand = cand[np.argsort(sid[cand], kind="stable")]
+        cand = cand[np.argsort(sid[cand], kind="stable")].astype(np.int32)
         bounds = np.searchsorted(sid[cand], np.arange(len(ctx.steps) + 1), side="left").tolist()
         # A step starts no earlier than the GPU finished the steps before it: where the CPU runs
         # ahead of a saturated GPU, the start of a step's CPU span overlaps the previous step's
@@ -94,8 +94,8 @@ def windows(ctx: Context) -> list[Window]:
             lo, hi = clipped(t, lo, hi)
             out.append(Window(s.number, lo, hi, s.dur, int(t.ops.thread[s.op]), rows))
     elif work.any():
-        rows = np.flatnonzero(work)
-        lo, hi = float(g.ts[rows].min()), float((g.ts + g.dur)[rows].max())
+        rows = np.flatnonzero(work).astype(np.int32)  # kept for the whole check: half the bytes
+        lo, hi = float(g.ts[rows].min()), float((g.ts[rows] + g.dur[rows]).max())
         out.append(Window(None, lo, hi, hi - lo, -1, rows))
     return out
 

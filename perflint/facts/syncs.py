@@ -122,7 +122,7 @@ def _events(ctx: Context) -> _Events:
         blocked.append(ops.dur[cand])
         back.append(ops.ts[cand] + ops.dur[cand])
     n_ops = sum(len(k) for k in kind)
-    copy = np.full(n_ops, NONE, dtype=np.int64)
+    copy = np.full(n_ops, NONE, dtype=np.int32)
     memcpy = np.zeros(n_ops, dtype=bool)
     to_host = np.zeros(n_ops, dtype=bool)
     src = np.full(n_ops, NONE, dtype=np.int32)
@@ -150,7 +150,7 @@ def _events(ctx: Context) -> _Events:
         k_ok = k < len(launches)
         hit = np.zeros(len(k), dtype=bool)
         hit[k_ok] = launches[k[k_ok]] == rows[is_copy][k_ok]
-        rcopy = np.full(len(rows), NONE, dtype=np.int64)
+        rcopy = np.full(len(rows), NONE, dtype=np.int32)
         rcopy[np.flatnonzero(is_copy)[hit]] = cp[last[k[hit]]]
         # An async copy from device to pageable host memory returns only when the copy is done.
         to_pageable = id_table(g.name, lambda i: parse_memcpy(t.s(i))[::2] == ("DtoH", "Pageable"), dtype=bool, fill=False)
@@ -168,14 +168,14 @@ def _events(ctx: Context) -> _Events:
         op.append(rt.op[rows])
         blocked.append(rt.dur[rows])
         back.append(rt.ts[rows] + rt.dur[rows])
-        copy = _joined([copy, rcopy], np.int64)
+        copy = _joined([copy, rcopy], np.int32)
         memcpy = _joined([memcpy, is_copy], np.bool_)
         to_host = _joined([to_host, pageable], np.bool_)
         src = _joined([src, runtime_source(t)[rows]], np.int32)
         del rows, rcopy, is_copy, pageable
     waited = _joined(blocked, np.float64)
     idle = _idle_after(ctx, _joined(back, np.float64), waited)
-    return _Events(_joined(kind, np.int32), _joined(op, np.int64), waited, idle, copy, memcpy, to_host, src)
+    return _Events(_joined(kind, np.int32), _joined(op, np.int32), waited, idle, copy, memcpy, to_host, src)
 
 
 def _joined(parts: list[np.ndarray], dt: type[np.generic]) -> np.ndarray:
@@ -197,21 +197,26 @@ def _idle_after(ctx: Context, back: np.ndarray, blocked: np.ndarray) -> np.ndarr
     ms, me = busy_intervals(ctx)
     if not len(ms):
         return None
-    k = np.searchsorted(ms, back, side="right")  # first busy interval starting after the return
-    j = np.maximum(k - 1, 0)
-    inside = (k > 0) & (me[j] > back)  # still busy when the wait returned
-    np.minimum(k, len(ms) - 1, out=j)
-    idle = ms[j]  # the next work's start; the return itself where none follows
-    del j
-    past = k >= len(ms)
-    del k
-    idle[past] = back[past]
-    del past
-    idle -= back
-    np.maximum(idle, 0.0, out=idle)
-    np.minimum(idle, blocked, out=idle)
-    idle[inside] = 0.0
+    idle = np.empty(len(back))
+    for i in range(0, len(back), _SLICE):  # a slice at a time: the index temporaries stay small
+        s = slice(i, i + _SLICE)
+        b = back[s]
+        k = np.searchsorted(ms, b, side="right")  # first busy interval starting after the return
+        j = np.maximum(k - 1, 0)
+        inside = (k > 0) & (me[j] > b)  # still busy when the wait returned
+        np.minimum(k, len(ms) - 1, out=j)
+        part = ms[j]  # the next work's start; the return itself where none follows
+        past = k >= len(ms)
+        part[past] = b[past]
+        part -= b
+        np.maximum(part, 0.0, out=part)
+        np.minimum(part, blocked[s], out=part)
+        part[inside] = 0.0
+        idle[s] = part
     return idle
+
+
+_SLICE = 1 << 18
 
 
 @fact("sync_groups", key=("kind", "direction", "op_stack", "source"), fields=FIELDS)
@@ -240,24 +245,20 @@ def sync_groups(ctx: Context) -> list[Row]:
     first_at = groups.first
     first_kind, first_dir, first_iid, first_src = (x[first_at].tolist() for x in (kind_id, dir_id, iid, src))
     del kind_id, dir_id, iid, src
-    nbytes = np.full(len(ev.op), NONE, dtype=np.int64)
-    nbytes[has_copy] = g.nbytes[ev.copy[has_copy]]
-    del has_copy
-    nbytes[nbytes < 0] = NONE
-    nb_all = nbytes[groups.order]
-    del nbytes
-    dur_all = ev.blocked[groups.order]
-    idle_all = ev.idle[groups.order] if ev.idle is not None else None
+    order = groups.order
     rows: list[Row] = []
     for gi, sl in enumerate(groups.slices()):
-        dur = dur_all[sl]
+        # Each group's values gathered on their own: no reordered copy of every sync's.
+        idx = order[sl]
+        dur = ev.blocked[idx]
         first = int(first_at[gi])
         info = infos[first_iid[gi]]
         stack = info.stack
         source = info.source if first_src[gi] == NONE else t.s(first_src[gi])
         kind = kinds[first_kind[gi]]
-        sizes = nb_all[sl]
-        sizes = sizes[sizes != NONE]
+        copies = ev.copy[idx]
+        sizes = g.nbytes[copies[copies != NONE]]
+        sizes = sizes[sizes >= 0]
         blocked = float(dur.sum())
         count = len(dur)
         rows.append(
@@ -272,7 +273,7 @@ def sync_groups(ctx: Context) -> list[Row]:
                 "per_step": count / steps if steps else None,
                 "blocked_us": blocked,
                 "sync_note": "copies to pageable host memory" if ev.to_host[first] else None,
-                "gpu_idle_us": float(idle_all[sl].sum()) if idle_all is not None else None,
+                "gpu_idle_us": float(ev.idle[idx].sum()) if ev.idle is not None else None,
                 "mean_us": blocked / count,
                 "max_us": float(dur.max()),
                 "share_pct": 100.0 * blocked / span if span else None,

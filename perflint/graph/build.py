@@ -309,7 +309,7 @@ def _runtime_source(trace: Trace) -> np.ndarray:
     rt = trace.runtime
     frames = trace.memo.peek(_user_frames, ())
     if frames is None or not len(rt):
-        return np.full(len(rt), NONE, dtype=np.int32)
+        return np.broadcast_to(np.int32(NONE), (len(rt),))  # read-only: no column of NONE to keep
     return frames.source_at(rt.thread, rt.ts)
 
 
