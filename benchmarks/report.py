@@ -247,5 +247,23 @@ def write_report(b: Bench, out: Path, meta: dict) -> list[tuple[str, str, str, s
         add(code.rstrip())
     add("```")
     add("")
-    out.write_text("\n".join(lines))
+    out.write_text("\n".join(lines) + _kept_sections(out))
     return rows
+
+
+# Sections other benchmark scripts write into the same file (benchmarks/nsys.py): a rerun of this
+# one keeps them as they are.
+KEPT = ("## Nsight Systems SQLite export",)
+
+
+def _kept_sections(out: Path) -> str:
+    if not out.exists():
+        return ""
+    doc = out.read_text()
+    kept = []
+    for head in KEPT:
+        at = doc.find("\n" + head)
+        if at >= 0:
+            nxt = doc.find("\n## ", at + 1)
+            kept.append(doc[at + 1 : nxt + 1 if nxt >= 0 else len(doc)].rstrip("\n") + "\n")
+    return "".join("\n" + k for k in kept)
