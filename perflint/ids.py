@@ -22,6 +22,18 @@ def unique_inverse(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return u, inv.reshape(-1).astype(np.int64)
 
 
+_SLICE = 1 << 18
+
+
+def rows_of(mask: np.ndarray) -> np.ndarray:
+    """np.flatnonzero(mask) as int32 (int64 past 2**31 rows), a slice at a time: no
+    full-length int64 positions on the way."""
+    if len(mask) >= 2**31:
+        return np.flatnonzero(mask)
+    parts = [np.flatnonzero(mask[i : i + _SLICE]).astype(np.int32) + np.int32(i) for i in range(0, len(mask), _SLICE)]
+    return np.concatenate(parts) if parts else np.zeros(0, np.int32)
+
+
 def isin_ids(col: np.ndarray, members: np.ndarray | list[int]) -> np.ndarray:
     """np.isin(col, members) for int columns: a boolean table over the values' range when it is
     compact (string ids are), several times faster than np.isin on long columns."""

@@ -93,7 +93,7 @@ class RuntimeTable(Table):
     thread: np.ndarray
     ts: np.ndarray
     dur: np.ndarray
-    correlation: np.ndarray  # int64
+    correlation: np.ndarray  # int64, or int32 where a format records 32-bit ids (CUPTI)
     ext_id: np.ndarray
     op: np.ndarray  # int32 innermost enclosing op (graph step)
 
@@ -103,10 +103,10 @@ class GpuTable(Table):
     kind: np.ndarray  # int8 KERNEL | MEMCPY | MEMSET | GPU_SYNC
     name: np.ndarray
     device: np.ndarray  # int32
-    stream: np.ndarray  # int64
+    stream: np.ndarray  # int64, or int32 where a format records 32-bit ids (CUPTI)
     ts: np.ndarray
     dur: np.ndarray
-    correlation: np.ndarray
+    correlation: np.ndarray  # as RuntimeTable.correlation
     ext_id: np.ndarray
     grid: np.ndarray  # int32 (n, 3); 0 when unknown
     block: np.ndarray  # int32 (n, 3)

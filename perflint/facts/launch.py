@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from perflint.facts import Context, Row, fact, rows
+from perflint.facts import Context, Row, fact
 from perflint.facts._common import gpu_utilization, op_infos, steps_time_us, window_mask
-from perflint.facts._group import Groups, dense_ids, group_medians, id_table, sums
+from perflint.facts._group import Groups, dense_ids, group_medians, id_table
 from perflint.facts.apis import is_kernel_launch, is_launch
 from perflint.facts.steps import busy_intervals, gap_lengths, windows
+from perflint.ids import rows_of
 from perflint.memo import once
 from perflint.metrics.intervals import merge_spans
 from perflint.metrics.steps import step_of
@@ -35,6 +36,8 @@ SLOW_CALL_US = 1000.0
 # Device idle gaps shorter than this are the scale of per-launch host overhead; longer ones have
 # another cause (data loading, syncs, host work), which other rules name.
 LAUNCH_GAP_US = 1000.0
+_SLICE = 1 << 18  # rows per slice where a column is worked through a slice at a time
+
 
 def runtime_in_window(ctx: Context, rows: np.ndarray) -> np.ndarray:
     """Which of these runtime calls were made inside the analysis steps (all without steps)."""
@@ -51,42 +54,57 @@ def window_span_us(ctx: Context) -> float | None:
     m = window_mask(ctx)
     if not m.any():
         return None
-    span = float((g.ts[m] + g.dur[m]).max() - g.ts[m].min())
+    # Max and min are exact in any order: a slice at a time, no compacted copies.
+    hi, lo = -np.inf, np.inf
+    for i in range(0, len(m), _SLICE):
+        s = m[i : i + _SLICE]
+        if s.any():
+            ts = g.ts[i : i + _SLICE][s]
+            hi = max(hi, float((ts + g.dur[i : i + _SLICE][s]).max()))
+            lo = min(lo, float(ts.min()))
+    span = float(np.float64(hi) - np.float64(lo))
     return span or None
 
 
-@once
 def _launches(ctx: Context) -> dict[str, np.ndarray]:
-    """Per launch call in the window: runtime index, GPU time launched, first GPU start."""
+    """Per launch call in the window: runtime index, GPU time launched, first GPU start. Built a
+    slice of GPU rows at a time into per-launch columns; nothing as long as every runtime call
+    but two bool masks."""
     t = ctx.trace
     rt, g = t.runtime, t.gpu
     n = len(rt)
-    linked = (g.launch != NONE) & (g.kind != GPU_SYNC)
-    li = g.launch[linked]
-    # First GPU start per call: most calls launch one activity, so assign, then take the min
-    # only over calls that launched several.
-    lts = g.ts[linked]
-    multi = np.bincount(li, minlength=n)[li] > 1
-    starts = np.full(n, np.inf)
-    starts[li] = lts
-    if multi.any():
-        starts[li[multi]] = np.inf
-        np.minimum.at(starts, li[multi], lts[multi])
-    del lts, multi
-    has = np.isfinite(starts)
+    is_call = np.zeros(n, dtype=bool)
     if n:
-        has |= id_table(rt.name, lambda i: is_launch(t.s(i)), dtype=bool, fill=False)[rt.name + 1]
-    sel = np.flatnonzero(has)
-    del has
+        table = id_table(rt.name, lambda i: is_launch(t.s(i)), dtype=bool, fill=False)
+        for i in range(0, n, _SLICE):
+            is_call[i : i + _SLICE] = table[rt.name[i : i + _SLICE] + 1]
+    linked = (g.launch != NONE) & (g.kind != GPU_SYNC)
+    gpu_rows = rows_of(linked)
+    del linked
+    for i in range(0, len(gpu_rows), _SLICE):
+        is_call[g.launch[gpu_rows[i : i + _SLICE]]] = True
+    sel = rows_of(is_call)
+    del is_call
     sel = sel[runtime_in_window(ctx, sel)]
-    first_start = starts[sel]
-    del starts
+    first_start = np.full(len(sel), np.inf)
+    # Sums add in GPU-row order from 0.0 (np.add.at over the slices in turn, as bincount would
+    # over all rows at once): the same floats.
+    gpu_time = np.zeros(len(sel))
+    for i in range(0, len(gpu_rows), _SLICE):
+        rows = gpu_rows[i : i + _SLICE]
+        li = g.launch[rows]
+        at = np.minimum(np.searchsorted(sel, li), max(len(sel) - 1, 0))
+        mine = (sel[at] == li) if len(sel) else np.zeros(len(li), dtype=bool)
+        at, rows = at[mine], rows[mine]
+        np.minimum.at(first_start, at, g.ts[rows])
+        np.add.at(gpu_time, at, g.dur[rows])
+    del gpu_rows
     first_start[~np.isfinite(first_start)] = np.nan  # no GPU side
-    # Sums add in row order from 0.0, as np.add.at did: the same floats.
-    gpu_time = sums(li, g.dur[linked], n)[sel]
     # HTA's documented launch delay: kernel start - end of the launch call (nan: GPU side missing)
-    first_start -= rt.ts[sel] + rt.dur[sel]
-    return {"idx": sel.astype(np.int32) if n < 2**31 else sel, "gpu_time": gpu_time, "delay": first_start}
+    for i in range(0, len(sel), _SLICE):
+        s = sel[i : i + _SLICE]
+        first_start[i : i + _SLICE] -= rt.ts[s] + rt.dur[s]
+    return {"idx": sel, "gpu_time": gpu_time, "delay": first_start}
 
 
 GROUP_FIELDS = {
@@ -116,36 +134,64 @@ GROUP_FIELDS = {
 }
 
 
+@once
+def _launch_facts(ctx: Context) -> tuple[list[Row], list[Row]]:
+    """(launch_groups rows, launch_summary rows) from one set of per-launch columns, which
+    neither keeps: computed and dropped here, a column at a time where they can be."""
+    L = _launches(ctx)
+    gpu_total = float(L["gpu_time"].sum())
+    groups = _group_rows(ctx, L)
+    return groups, _summary_rows(ctx, L["idx"], gpu_total, groups)
+
+
 @fact("launch_groups", key=("api", "top_level_op", "op"), fields=GROUP_FIELDS)
 def launch_groups(ctx: Context) -> list[Row]:
     """CPU launch calls in the analysis steps, grouped per runtime API x launching op."""
+    return _launch_facts(ctx)[0]
+
+
+def _group_rows(ctx: Context, L: dict[str, np.ndarray]) -> list[Row]:
+    """The launch_groups rows; L's gpu_time and delay columns are dropped from it once read."""
     t = ctx.trace
     rt = t.runtime
-    L = _launches(ctx)
     idx = L["idx"]
     if len(idx) == 0:
         return []
     iid, infos = op_infos(ctx, rt.op[idx])
     site, _ = dense_ids((info.stack[0] if info.stack else None, info.stack[-1] if info.stack else None) for info in infos)
-    groups = Groups(rt.name[idx], site[iid])
+    groups = Groups(rt.name[idx], site.astype(np.int32)[iid])
     first_info = iid[groups.first].tolist()
     del iid
     busy = gpu_utilization(ctx)
-    dur_all = rt.dur[idx[groups.order]]
-    delay_all = L["delay"][groups.order]
-    gpu_all = L["gpu_time"][groups.order]
-    medians = group_medians(delay_all, groups.counts)
-    out: list[Row] = []
-    for gi, sl in enumerate(groups.slices()):
-        dur = dur_all[sl]
-        delay = delay_all[sl]
+    order = groups.order
+    slices = groups.slices()
+    # Each group's values gathered on their own, one column at a time: no reordered copy of every
+    # launch's. The same values in the same order as a reorder of all of them: the same sums.
+    gpu = [float(L["gpu_time"][order[sl]].sum()) for sl in slices]
+    del L["gpu_time"]
+    stats = []
+    for sl in slices:
+        delay = L["delay"][order[sl]]
         delay = delay[~np.isnan(delay)]
+        dover = delay > DELAY_CUTOFF_US
+        stats.append((
+            float(delay.sum()) / len(delay) if len(delay) else None,
+            group_medians(delay, np.array([len(delay)]))[0] if len(delay) else None,
+            float(delay.max()) if len(delay) else None,
+            int(dover.sum()),
+            float((delay[dover] - DELAY_CUTOFF_US).sum()),
+        ))  # fmt: skip
+        del delay, dover
+    del L["delay"]
+    out: list[Row] = []
+    for gi, sl in enumerate(slices):
+        dur = rt.dur[idx[order[sl]]]
         first = int(groups.first[gi])
         info = infos[first_info[gi]]
         slow = dur > SLOW_CALL_US
         over = (dur > RUNTIME_CUTOFF_US) & ~slow
-        dover = delay > DELAY_CUTOFF_US
         runtime = float(dur.sum())
+        delay_mean, delay_p50, delay_max, delay_outliers, delay_outlier_us = stats[gi]
         out.append(
             {
                 "api": t.s(int(rt.name[idx[first]])),
@@ -158,22 +204,23 @@ def launch_groups(ctx: Context) -> list[Row]:
                 # mean = the same pairwise sum / count, as ndarray.mean computes it
                 "runtime_mean_us": runtime / len(dur),
                 "runtime_max_us": float(dur.max()),
-                "gpu_time_us": float(gpu_all[sl].sum()),
-                "delay_mean_us": float(delay.sum()) / len(delay) if len(delay) else None,
-                "delay_p50_us": medians[gi] if len(delay) else None,
-                "delay_max_us": float(delay.max()) if len(delay) else None,
+                "gpu_time_us": gpu[gi],
+                "delay_mean_us": delay_mean,
+                "delay_p50_us": delay_p50,
+                "delay_max_us": delay_max,
                 "runtime_cutoff_us": RUNTIME_CUTOFF_US,
                 "runtime_outliers": int(over.sum()),
                 "runtime_outlier_us": float((dur[over] - RUNTIME_CUTOFF_US).sum()),
                 "slow_calls": int(slow.sum()),
                 "slow_call_us": float(dur[slow].sum()),
                 "delay_cutoff_us": DELAY_CUTOFF_US,
-                "delay_outliers": int(dover.sum()),
-                "delay_outlier_us": float((delay[dover] - DELAY_CUTOFF_US).sum()),
+                "delay_outliers": delay_outliers,
+                "delay_outlier_us": delay_outlier_us,
                 "gpu_busy_pct": busy,
                 "steps": len(ctx.steps),
             }
         )
+        del dur, slow, over
     out.sort(key=lambda row: -row["runtime_us"])
     return out
 
@@ -217,21 +264,41 @@ def _launch_gap_idle(ctx: Context) -> tuple[float, float]:
 @fact("launch_summary", key=("path",), fields={"path": "trace file", **SUMMARY_FIELDS})
 def launch_summary(ctx: Context) -> list[Row]:
     """One row per trace: short-kernel share, GPU busy and CPU launch time vs GPU kernel time."""
+    return _launch_facts(ctx)[1]
+
+
+def _summary_rows(ctx: Context, idx: np.ndarray, gpu_total: float, groups: list[Row]) -> list[Row]:
     t = ctx.trace
     g = t.gpu
+    rt = t.runtime
     kern = window_mask(ctx) & (g.kind == KERNEL)
     if not kern.any():
         return []
     kd = g.dur[kern]
+    kernel_time = float(kd.sum())
     short = kd < SHORT_KERNEL_US
-    L = _launches(ctx)
-    runtime = t.runtime.dur[L["idx"]]
+    del kd
+    short_count, short_pct = int(short.sum()), 100.0 * float(short.mean())
     # Launch calls whose kernels were all short (a cudaGraphLaunch of many kernels is not "short").
-    short_ids = np.flatnonzero(kern)[short]
-    short_launch = np.zeros(len(t.runtime), dtype=bool)
+    short_ids = rows_of(kern)[short]
+    del short
+    short_launch = np.zeros(len(rt), dtype=bool)
     sl = g.launch[short_ids]
     short_launch[sl[sl != NONE]] = True
-    short_rt = float(t.runtime.dur[L["idx"]][short_launch[L["idx"]]].sum())
+    del sl, short_ids
+    runtime = rt.dur[idx]
+    short_rt = float(runtime[short_launch[idx]].sum())
+    del short_launch
+    launch_runtime = float(runtime.sum())
+    api_kernel = np.zeros(len(idx), dtype=bool)
+    if len(rt):
+        table = id_table(rt.name, lambda i: is_kernel_launch(t.s(i)), dtype=bool, fill=False)
+        for i in range(0, len(idx), _SLICE):
+            api_kernel[i : i + _SLICE] = table[rt.name[idx[i : i + _SLICE]] + 1]
+    slow = runtime > SLOW_CALL_US
+    klaunch = float(runtime[api_kernel & ~slow].sum())
+    slow_launches = int((api_kernel & slow).sum())
+    del runtime, api_kernel, slow
     # Without steps the plugin's window is the CPU ops' span, start-up included: the share of
     # the GPU's own active span is what fewer launches can change.
     busy = gpu_utilization(ctx) if ctx.steps else None
@@ -239,15 +306,14 @@ def launch_summary(ctx: Context) -> list[Row]:
     if busy is None and window:
         ms, me = merge_spans(g.ts, g.dur, kern)
         busy = 100.0 * float((me - ms).sum()) / window
-    kernel_time = float(kd.sum())
-    rt = t.runtime
-    api_kernel = id_table(rt.name, lambda i: is_kernel_launch(t.s(i)), dtype=bool, fill=False)[rt.name[L["idx"]] + 1] if len(rt) else np.zeros(0, bool)
-    slow = runtime > SLOW_CALL_US
-    klaunch = float(runtime[api_kernel & ~slow].sum())
+        del ms, me
+    kernel_count = int(kern.sum())
+    del kern
     gap_idle, all_idle = _launch_gap_idle(ctx)
-    rows_ = [r for r in rows(ctx, "launch_groups") if is_kernel_launch(r["api"])]
     by_op: dict[tuple[str, str], list[float]] = {}
-    for r in rows_:
+    for r in groups:
+        if not is_kernel_launch(r["api"]):
+            continue
         acc = by_op.setdefault((r["op"] or "(no op)", r["api"]), [0, 0.0])
         acc[0] += r["count"] - r["slow_calls"]
         acc[1] += r["runtime_us"] - r["slow_call_us"]
@@ -255,23 +321,23 @@ def launch_summary(ctx: Context) -> list[Row]:
     return [
         {
             "path": t.path,
-            "kernel_count": int(kern.sum()),
-            "short_kernels": int(short.sum()),
+            "kernel_count": kernel_count,
+            "short_kernels": short_count,
             "short_kernel_us": SHORT_KERNEL_US,
-            "short_kernel_pct": 100.0 * float(short.mean()),
+            "short_kernel_pct": short_pct,
             "kernel_time_us": kernel_time,
-            "gpu_time_us": float(L["gpu_time"].sum()),
-            "launch_count": len(L["idx"]),
-            "launch_runtime_us": float(runtime.sum()),
+            "gpu_time_us": gpu_total,
+            "launch_count": len(idx),
+            "launch_runtime_us": launch_runtime,
             "short_launch_runtime_us": short_rt,
-            "launch_to_gpu_ratio": float(runtime.sum()) / kernel_time if kernel_time else None,
+            "launch_to_gpu_ratio": launch_runtime / kernel_time if kernel_time else None,
             "gpu_busy_pct": busy,
             "window_us": window,
             "idle_us": window * (1.0 - busy / 100.0) if window and busy is not None else None,
             "top_launch_ops": [f"{op} ({api}) {int(n)} calls, {fmt_duration(us)}" for (op, api), (n, us) in top if n > 0],
             "window": "the step" if ctx.steps else "the GPU's active span (no step markers)",
             "kernel_launch_runtime_us": klaunch,
-            "slow_launch_calls": int((api_kernel & slow).sum()),
+            "slow_launch_calls": slow_launches,
             "launch_gap_idle_us": gap_idle,
             "launch_gap_idle_pct": 100.0 * gap_idle / all_idle if all_idle > 0 else None,
             "launch_bound_us": min(klaunch, gap_idle),

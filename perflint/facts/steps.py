@@ -18,6 +18,7 @@ import numpy as np
 
 from perflint.facts import Context, Row, enricher, fact
 from perflint.facts._spans import step_windows
+from perflint.ids import rows_of
 from perflint.memo import once
 from perflint.metrics.intervals import clip_length, merge_spans
 from perflint.metrics.stats import np_median
@@ -45,6 +46,7 @@ FIELDS = {
 }
 
 GAP_FLOOR_US = 1000.0
+_SLICE = 1 << 18  # rows per slice where a column is worked through a slice at a time
 
 
 @dataclass(frozen=True)
@@ -94,8 +96,14 @@ def windows(ctx: Context) -> list[Window]:
             lo, hi = clipped(t, lo, hi)
             out.append(Window(s.number, lo, hi, s.dur, int(t.ops.thread[s.op]), rows))
     elif work.any():
-        rows = np.flatnonzero(work).astype(np.int32)  # kept for the whole check: half the bytes
-        lo, hi = float(g.ts[rows].min()), float((g.ts[rows] + g.dur[rows]).max())
+        rows = rows_of(work)  # kept for the whole check: int32, half the bytes
+        del work
+        lo, hi = np.inf, -np.inf
+        for i in range(0, len(rows), _SLICE):  # min and max are exact in any order: no full copies
+            r = rows[i : i + _SLICE]
+            ts = g.ts[r]
+            lo = min(lo, float(ts.min()))
+            hi = max(hi, float((ts + g.dur[r]).max()))
         out.append(Window(None, lo, hi, hi - lo, -1, rows))
     return out
 
@@ -132,11 +140,20 @@ def gap_lengths(ms: np.ndarray, me: np.ndarray, lo: float, hi: float) -> np.ndar
     gap = np.empty(b - a + 1)
     np.clip(ms[a:b], lo, hi, out=gap[:-1])
     gap[-1] = hi
-    ends = np.clip(me[a:b], lo, hi)
-    gap[1:] -= ends
-    del ends
     gap[0] -= lo
-    return gap[gap > 0]
+    # A slice at a time, and the positive gaps moved to the front of the same buffer (the write
+    # position never passes the slice being read): no second or third full-length array.
+    kept = 0
+    for i in range(0, len(gap), _SLICE):
+        part = gap[i : i + _SLICE]
+        if i:
+            part -= np.clip(me[a + i - 1 : a + i - 1 + len(part)], lo, hi)
+        else:
+            part[1:] -= np.clip(me[a : a + len(part) - 1], lo, hi)
+        pos = part[part > 0]
+        gap[kept : kept + len(pos)] = pos
+        kept += len(pos)
+    return gap[:kept]
 
 
 def _inside(ms: np.ndarray, me: np.ndarray, lo: float, hi: float) -> tuple[int, int]:

@@ -114,6 +114,9 @@ _MEMORY: dict[str, tuple[Any, Any]] = {
     "total_reserved": (np.int64, -1), "device_type": (np.int16, -1), "device_id": (np.int16, -1),
 }  # fmt: skip
 _WIDE = {"grid", "block"}  # (n, 3)
+# Ids a format records as 32-bit integers (CUPTI's correlation and stream ids) may stay int32 when a
+# reader hands them over so: every use compares or looks them up, none does arithmetic on them.
+_ID32 = {"correlation", "stream"}
 # Columns the graph step fills in: the only ones written after a reader is done.
 _FILLED = {"parent", "depth", "source", "fwd_op", "op", "launch"}
 
@@ -137,7 +140,8 @@ def _columns(path: str, what: str, spec: dict[str, tuple[Any, Any]], cols: dict[
                 given = cols[k]
                 if isinstance(given, np.ndarray) and given.dtype.kind in "iu" and np.dtype(dtype).kind == "i":
                     _fits(path, what, k, given, np.iinfo(dtype))
-                arr = np.asarray(given, dtype=dtype)
+                keep = k in _ID32 and isinstance(given, np.ndarray) and given.dtype == np.int32
+                arr = given if keep else np.asarray(given, dtype=dtype)
             except (TypeError, ValueError, OverflowError):
                 raise InputError(path, f"{what} {k}: values of the wrong type") from None
             if arr.shape != shape:

@@ -20,6 +20,10 @@ from perflint.readers.nsys.schema import Schema
 
 CHUNK = 1 << 16
 NULL = -1
+# CUPTI's correlation and stream ids are unsigned 32-bit: kept as int32 (half the bytes of two of
+# the widest columns) while they fit in it, as int64 from the first value that does not.
+WIDE_IDS = frozenset({"correlation", "stream"})
+_I32 = np.iinfo(np.int32)
 NO_STREAM = 0xFFFFFFFF  # CUPTI's "no stream" (device-wide sync records)
 
 # A chunk of fetched rows (one int64 block, rows x selected columns) -> its output columns.
@@ -47,7 +51,10 @@ class Sink:
             for name, arr in self.cols.items():
                 arr.resize((grown, *arr.shape[1:]), refcheck=False)
         for name, v in chunk.items():
-            self.cols[name][self.n : end] = v
+            col = self.cols[name]
+            if name in WIDE_IDS and col.dtype == np.int32 and len(v) and (v.min() < _I32.min or v.max() > _I32.max):
+                col = self.cols[name] = col.astype(np.int64)  # 32 bits no longer hold them
+            col[self.n : end] = v
         self.n = end
 
     def done(self) -> dict[str, np.ndarray]:
@@ -122,8 +129,8 @@ def _common(sc: Schema, t: str) -> str:
 # The GPU rows of every activity table, in the model's dtypes. `pid` is the process (24 bits; -1
 # unknown), `name` the format's own key until the reader maps it to a string id.
 GPU_SPEC: Spec = {
-    "kind": (np.int8, ()), "name": (np.int32, ()), "device": (np.int32, ()), "stream": (np.int64, ()),
-    "ts": (np.float64, ()), "dur": (np.float64, ()), "correlation": (np.int64, ()), "pid": (np.int32, ()),
+    "kind": (np.int8, ()), "name": (np.int32, ()), "device": (np.int32, ()), "stream": (np.int32, ()),
+    "ts": (np.float64, ()), "dur": (np.float64, ()), "correlation": (np.int32, ()), "pid": (np.int32, ()),
     "grid": (np.int32, (3,)), "block": (np.int32, (3,)), "regs": (np.int32, ()), "shmem": (np.int32, ()),
     "nbytes": (np.int64, ()),
 }  # fmt: skip
@@ -239,7 +246,7 @@ def syncs(path: str, con: sqlite3.Connection, sc: Schema, sink: Sink, calls: np.
 
 
 RUNTIME_SPEC: Spec = {
-    "ts": (np.float64, ()), "dur": (np.float64, ()), "correlation": (np.int64, ()), "name": (np.int32, ()),
+    "ts": (np.float64, ()), "dur": (np.float64, ()), "correlation": (np.int32, ()), "name": (np.int32, ()),
     "thread": (np.int32, ()),
 }  # fmt: skip
 
