@@ -1,0 +1,87 @@
+"""Work done a slice of rows at a time (to keep big traces' temporaries small) gives what the
+same work over whole columns gives. The traces that ship with the project are far shorter than
+one slice, so each test shrinks the slice to a few rows: every slice boundary is crossed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perflint import ids
+from perflint.facts import Context, load_all, rows
+from perflint.facts import launch as launch_facts
+from perflint.facts import steps as step_facts
+from perflint.graph.load import load_trace
+from perflint.readers.nsys import queries
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+GPU_TRACES = sorted(str(p) for p in (FIXTURES / "gpu").glob("*.pt.trace.json.gz"))
+
+
+def test_rows_of_is_flatnonzero_in_int32(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ids, "_SLICE", 5)
+    mask = np.random.default_rng(0).random(103) < 0.4
+    got = ids.rows_of(mask)
+    assert got.dtype == np.int32
+    assert got.tolist() == np.flatnonzero(mask).tolist()
+    assert ids.rows_of(np.zeros(0, dtype=bool)).tolist() == []
+
+
+def _gap_lengths_whole(ms: np.ndarray, me: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """The gaps between busy intervals inside [lo, hi], over whole columns."""
+    a = int(np.searchsorted(me, lo, side="right"))
+    b = max(a, int(np.searchsorted(ms, hi, side="left")))
+    gap = np.append(np.clip(ms[a:b], lo, hi), hi)
+    gap[1:] -= np.clip(me[a:b], lo, hi)
+    gap[0] -= lo
+    return gap[gap > 0]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_gap_lengths_across_slices(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 60))
+    # Disjoint sorted busy intervals, some touching (a zero gap is no gap).
+    gaps = np.where(rng.random(n) < 0.3, 0.0, rng.random(n) * 5)
+    lens = rng.random(n) * 3 + 0.1
+    ms = np.cumsum(gaps + np.concatenate(([0.0], lens[:-1]))) if n else np.zeros(0)
+    me = ms + lens
+    top = float(me[-1]) if n else 1.0
+    lo, hi = float(rng.random() * top / 3), float(top * (0.7 + rng.random() * 0.5))
+    expected = _gap_lengths_whole(ms, me, lo, hi)
+    for size in (1, 2, 3, 7, 1 << 18):
+        monkeypatch.setattr(step_facts, "_SLICE", size)
+        got = step_facts.gap_lengths(ms, me, lo, hi)
+        assert got.tolist() == expected.tolist(), size
+
+
+def _launch_rows(path: str) -> tuple[list[dict[str, object]], list[dict[str, object]], list[object]]:
+    ctx = Context(load_trace(path))
+    return rows(ctx, "launch_groups"), rows(ctx, "launch_summary"), [(w.lo, w.hi, w.rows.tolist()) for w in step_facts.windows(ctx)]
+
+
+@pytest.mark.parametrize("path", GPU_TRACES[:6], ids=lambda p: Path(p).name.split(".")[0])
+def test_launch_facts_and_windows_across_slices(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+    load_all()
+    whole = _launch_rows(path)
+    assert whole[0] and whole[1]  # the fixtures launch kernels: something is compared
+    monkeypatch.setattr(launch_facts, "_SLICE", 3)
+    monkeypatch.setattr(step_facts, "_SLICE", 5)
+    monkeypatch.setattr(ids, "_SLICE", 4)
+    sliced = _launch_rows(path)
+    assert repr(sliced) == repr(whole)  # repr: nan fields compare equal, floats to the last bit
+
+
+def test_sink_widens_32_bit_ids_that_do_not_fit() -> None:
+    spec: queries.Spec = {"correlation": (np.int32, ()), "ts": (np.float64, ())}
+    sink = queries.Sink(spec, 4)
+    sink.put({"correlation": np.array([1, 2], dtype=np.int64), "ts": np.array([0.5, 1.5])})
+    assert sink.cols["correlation"].dtype == np.int32
+    big = 2**32 - 2  # CUPTI ids are unsigned 32-bit
+    sink.put({"correlation": np.array([big, -1], dtype=np.int64), "ts": np.array([2.5, 3.5])})
+    out = sink.done()
+    assert out["correlation"].dtype == np.int64
+    assert out["correlation"].tolist() == [1, 2, big, -1]
+    assert out["ts"].tolist() == [0.5, 1.5, 2.5, 3.5]
