@@ -15,6 +15,7 @@ from perflint.facts import launch as launch_facts
 from perflint.facts import steps as step_facts
 from perflint.graph.load import load_trace
 from perflint.readers.nsys import queries
+from tests.conftest import shared_trace
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 GPU_TRACES = sorted(str(p) for p in (FIXTURES / "gpu").glob("*.pt.trace.json.gz"))
@@ -72,6 +73,18 @@ def test_launch_facts_and_windows_across_slices(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setattr(ids, "_SLICE", 4)
     sliced = _launch_rows(path)
     assert repr(sliced) == repr(whole)  # repr: nan fields compare equal, floats to the last bit
+
+
+def test_launch_facts_and_window_without_steps_across_slices(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real Nsight Systems export has no NVTX ranges: one window over the whole trace."""
+    load_all()
+    path = shared_trace("pipit/cloverleaf-nsys/perlmutter-cloverleaf-cuda.sqlite")
+    whole = _launch_rows(path)
+    assert whole[0] and len(whole[2]) == 1 and len(whole[2][0][2]) > 1000
+    monkeypatch.setattr(launch_facts, "_SLICE", 7)
+    monkeypatch.setattr(step_facts, "_SLICE", 6)
+    monkeypatch.setattr(ids, "_SLICE", 5)
+    assert repr(_launch_rows(path)) == repr(whole)
 
 
 def test_sink_widens_32_bit_ids_that_do_not_fit() -> None:
