@@ -9,6 +9,7 @@ Only gaps >= 1 ms are kept; rules pick their own, larger, threshold from `longes
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ from perflint.facts._optree import op_arrays, stack_names
 from perflint.facts.steps import GAP_FLOOR_US, busy_intervals, device_work, window_gaps, windows
 from perflint.graph.build import is_step_marker, ops_by_thread_ts
 from perflint.ids import distinct
-from perflint.model import NONE
+from perflint.model import NONE, Trace
 
 FIELDS = {
     "op": "innermost CPU op running on the launching thread when the GPU went idle (null: none)",
@@ -92,42 +93,88 @@ def _ops_at(ctx: Context, threads: np.ndarray, when: np.ndarray) -> list[int]:
     return out
 
 
+_RUN = 1 << 16  # busy intervals per window_gaps call, GPU rows per _next_work slice
+_CUT_TRIES = 16  # intervals tried for each cut between runs
+
+
+def _gaps_by_run(ms: np.ndarray, me: np.ndarray, lo: float, hi: float) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """`window_gaps(ms, me, lo, hi)` a run of busy intervals at a time, laid end to end the same
+    gaps: the window is cut at starts t = ms[j] of intervals with me[j - 1] < t < me[j] (and
+    ms[j - 1] < t), where no gap begins or ends; the left piece's last gap then ends at t as the
+    window's does, and the right piece's first gap is the empty [t, t], which window_gaps drops."""
+    j0, j1 = np.searchsorted(ms, [lo, hi], side="left").tolist()
+    # Near every _RUN-th interval, the first one (of a few) that can take a cut.
+    j = np.arange(max(j0, 1) + _RUN, j1, _RUN)[:, None] + np.arange(_CUT_TRIES)
+    j = np.minimum(j, max(j1 - 1, 1))
+    t = ms[j]
+    ok = (lo < t) & (t < hi) & (me[j - 1] < t) & (t < me[j]) & (ms[j - 1] < t)
+    first = ok.argmax(axis=1)
+    has = ok[np.arange(len(ok)), first]
+    edges = [lo, *t[np.flatnonzero(has), first[has]].tolist(), hi]
+    for a, b in zip(edges[:-1], edges[1:]):
+        yield window_gaps(ms, me, a, b)
+
+
+def _next_work(t: Trace, when: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per time in `when`: the device work row starting first at or after it (the lowest such
+    row among equal starts; -1 when none) and its start. What a stable sort of all work by start
+    and a search would find, a slice of rows at a time: no sorted copy of the column."""
+    g = t.gpu
+    work = device_work(t)
+    row = np.full(len(when), -1, dtype=np.int64)
+    start = np.zeros(len(when))
+    for lo in range(0, len(g), _RUN):
+        idx = np.flatnonzero(work[lo : lo + _RUN])
+        s = g.ts[lo : lo + _RUN][idx]
+        order = np.argsort(s, kind="stable")
+        s = s[order]
+        k = np.searchsorted(s, when, side="left")
+        q = np.flatnonzero(k < len(s))
+        cand = s[k[q]]
+        # NaN starts (sorted last) never qualify; an earlier slice keeps a tie (its rows are lower).
+        better = (cand >= when[q]) & ((row[q] < 0) | (cand < start[q]))
+        q = q[better]
+        row[q] = lo + idx[order[k[q]]]
+        start[q] = cand[better]
+    return row, start
+
+
 @fact("gpu_gaps", key=("op",), fields=FIELDS)
 def gpu_gaps(ctx: Context) -> list[Row]:
     """Device idle gaps >= 1 ms in the analysis window, grouped per CPU op at the gap start."""
     t = ctx.trace
-    g = t.gpu
     ms, me = busy_intervals(ctx)
-    work = np.flatnonzero(device_work(t))
-    starts = g.ts[work]
-    order = np.argsort(starts, kind="stable")
-    work, starts = work[order], starts[order]
     total_window = 0.0
-    a_parts, b_parts, thread_parts, steps = [], [], [], []
+    a_parts, b_parts, his, default_threads, counts, steps = [], [], [], [], [], []
     for w in windows(ctx):
         total_window += w.hi - w.lo
-        gs, ge = window_gaps(ms, me, w.lo, w.hi)
-        keep = (ge - gs) >= GAP_FLOOR_US
-        a, b = gs[keep], ge[keep]
-        # The GPU work that ends the gap starts at b; its launching thread was busy elsewhere.
-        k = np.searchsorted(starts, b, side="left")
-        found = k < len(work)
-        found[found] &= starts[k[found]] <= w.hi
-        thread = np.full(len(b), NONE, dtype=np.int64)
-        launch = g.launch[work[k[found]]].astype(np.int64)
-        linked = launch != NONE
-        th = np.full(len(launch), NONE, dtype=np.int64)
-        th[linked] = t.runtime.thread[launch[linked]]
-        thread[found] = th
-        thread[thread == NONE] = w.thread
-        a_parts.append(a)
-        b_parts.append(b)
-        thread_parts.append(thread)
-        steps += [w.step] * len(b)
+        count = 0
+        for gs, ge in _gaps_by_run(ms, me, w.lo, w.hi):
+            keep = (ge - gs) >= GAP_FLOOR_US
+            a_parts.append(gs[keep])
+            b_parts.append(ge[keep])
+            count += int(np.count_nonzero(keep))
+        his.append(w.hi)
+        default_threads.append(w.thread)
+        counts.append(count)
+        steps += [w.step] * count
     if not steps:
         return []
     a_all, b_all = np.concatenate(a_parts), np.concatenate(b_parts)
-    ops_at = _ops_at(ctx, np.concatenate(thread_parts), a_all)
+    # The GPU work that ends the gap starts at b; its launching thread was busy elsewhere (the
+    # window's own thread when nothing in the window ends the gap, or the work has no launch).
+    row, start = _next_work(t, b_all)
+    found = row >= 0
+    found[found] &= start[found] <= np.repeat(his, counts)[found]
+    launch = t.gpu.launch[row[found]].astype(np.int64)
+    linked = launch != NONE
+    th = np.full(len(launch), NONE, dtype=np.int64)
+    th[linked] = t.runtime.thread[launch[linked]]
+    thread = np.full(len(b_all), NONE, dtype=np.int64)
+    thread[found] = th
+    unknown = thread == NONE
+    thread[unknown] = np.repeat(np.asarray(default_threads, dtype=np.int64), counts)[unknown]
+    ops_at = _ops_at(ctx, thread, a_all)
     # Group by the op's stack of names: the same op in every step is one finding.
     sk = op_arrays(ctx).stack_key
     groups: dict[tuple[str, ...], dict[str, Any]] = {}
