@@ -28,6 +28,8 @@ OP_ANNOTATION = 1
 
 NONE = -1  # missing integer value / missing link
 
+_SLICE = 1 << 18  # rows per slice where a column is worked through a slice at a time
+
 # Annotation ops named with this prefix span the time a step waited for its input data, as a
 # profiler that measures it directly records it (MindSpore's iteration interval).
 DATA_WAIT_PREFIX = "DataWait#"
@@ -243,8 +245,14 @@ class Trace:
         g = self.gpu
         if len(g) == 0:
             return next(iter(self.devices.values()), None) if len(self.devices) == 1 else None
-        devs, counts = np.unique(g.device[g.kind == KERNEL], return_counts=True)
-        if len(devs) == 0:
+        # Kernels per device id, a slice of rows at a time (no compacted copy or sort of the
+        # whole column). Ties go to the lowest id, as np.unique's order and argmax gave.
+        counts: dict[int, int] = {}
+        for i in range(0, len(g), _SLICE):
+            d = g.device[i : i + _SLICE][g.kind[i : i + _SLICE] == KERNEL]
+            for k, c in zip(*(a.tolist() for a in np.unique(d, return_counts=True))):
+                counts[k] = counts.get(k, 0) + c
+        if not counts:
             return None
-        dev_id = int(devs[int(np.argmax(counts))])
+        dev_id = min(counts, key=lambda k: (-counts[k], k))
         return self.device(dev_id) or Device(id=dev_id)

@@ -64,10 +64,21 @@ def device_work(t: Trace) -> np.ndarray:
     g = t.gpu
     work: np.ndarray = g.kind != GPU_SYNC
     dev = t.primary_device
-    devices = g.device[work]
-    if dev is not None and len(devices) and (devices != devices[0]).any():  # more than one device
+    if dev is not None and _several_devices(g.device, work):
         work &= g.device == dev.id
     return work
+
+
+def _several_devices(device: np.ndarray, rows: np.ndarray) -> bool:
+    """Whether the rows of the mask `rows` name more than one device, a slice at a time."""
+    first = None
+    for i in range(0, len(device), _SLICE):
+        d = device[i : i + _SLICE][rows[i : i + _SLICE]]
+        if len(d):
+            first = d[0] if first is None else first
+            if (d != first).any():
+                return True
+    return False
 
 
 @once

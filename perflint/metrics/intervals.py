@@ -7,6 +7,8 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
+from perflint.ids import rows_of
+
 
 def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Union of intervals as sorted, disjoint (start, end) arrays.
@@ -68,24 +70,11 @@ def _sorted_rows(ts: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
     s = ts if rows is None else ts[rows]
     order = np.argsort(np.asarray(s, dtype=np.float64), kind="stable")
     del s
-    idx = rows if rows is None or rows.dtype != np.bool_ else _flatnonzero32(rows)
+    idx = rows if rows is None or rows.dtype != np.bool_ else rows_of(rows)
     out = np.empty(len(order), dtype=np.int32 if len(ts) < 2**31 else np.int64)
     for i in range(0, len(order), _CHUNK):
         o = order[i : i + _CHUNK]
         out[i : i + _CHUNK] = o if idx is None else idx[o]
-    return out
-
-
-def _flatnonzero32(mask: np.ndarray) -> np.ndarray:
-    """np.flatnonzero(mask) as int32 where the mask is short enough, without its int64 result."""
-    if len(mask) >= 2**31:
-        return np.flatnonzero(mask)
-    out = np.empty(int(np.count_nonzero(mask)), dtype=np.int32)
-    k = 0
-    for i in range(0, len(mask), _CHUNK):
-        nz = np.flatnonzero(mask[i : i + _CHUNK])
-        out[k : k + len(nz)] = nz + i
-        k += len(nz)
     return out
 
 

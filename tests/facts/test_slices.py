@@ -98,3 +98,26 @@ def test_sink_widens_32_bit_ids_that_do_not_fit() -> None:
     assert out["correlation"].dtype == np.int64
     assert out["correlation"].tolist() == [1, 2, big, -1]
     assert out["ts"].tolist() == [0.5, 1.5, 2.5, 3.5]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_primary_device_and_device_work_across_slices(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+    from perflint import model
+    from perflint.readers.tables import Strings, Threads, build_trace
+
+    rng = np.random.default_rng(seed)
+    n = 40
+    kind = rng.choice([model.KERNEL, model.MEMCPY, model.GPU_SYNC], n).astype(np.int8)
+    device = rng.choice([0, 1, 3] if seed % 2 else [2], n).astype(np.int32)
+    trace = build_trace("t", "test", Strings(), Threads(), gpu={"kind": kind, "device": device, "ts": np.arange(n, dtype=np.float64)})
+    devs, counts = np.unique(device[kind == model.KERNEL], return_counts=True)
+    expected = int(devs[int(np.argmax(counts))])  # the most kernels; ties: the lowest id
+    work = kind != model.GPU_SYNC
+    if len(set(device[work].tolist())) > 1:
+        work &= device == expected
+    for size in (1, 3, 1 << 18):
+        monkeypatch.setattr(model, "_SLICE", size)
+        monkeypatch.setattr(step_facts, "_SLICE", size)
+        primary = trace.primary_device
+        assert primary is not None and primary.id == expected
+        assert step_facts.device_work(trace).tolist() == work.tolist()

@@ -136,8 +136,9 @@ def _read(path: str, con: sqlite3.Connection) -> list[Trace]:
         rt = {k: np.zeros(0, dt) for k, (dt, _) in Q.RUNTIME_SPEC.items()}
     api = Q.strings(path, con, sc, distinct(rt["name"]))
     names.remap(rt["name"], lambda i: runtime_name(api.get(i, "")))
-    rt_pid = np.asarray(threads.pid, np.int64)[rt["thread"]] if len(rt["thread"]) else np.zeros(0, np.int64)
     gpu = _gpu_rows(path, con, sc, names, np.sort(rt["correlation"]))
+    # Processes are 24-bit ids (split_global_id): int32 holds them, at half the bytes per call.
+    rt_pid = np.asarray(threads.pid, np.int32)[rt["thread"]] if len(rt["thread"]) else np.zeros(0, np.int32)
     _fill_pids(gpu, rt["correlation"], rt_pid)
     nvtx = read_ranges(path, con, sc, {})
     nv_pid = split_global_id(nvtx.tid)[0] if nvtx is not None else np.zeros(0, np.int64)
