@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 import perflint.metrics.span_stream as stream
+from perflint.facts.memcpy import _kernel_spans_meeting, _overlap
 from perflint.metrics.intervals import merge, merge_spans
 
 
@@ -49,3 +52,21 @@ def test_merged_slices_equal_the_whole_merge(slice_rows: int, monkeypatch: pytes
             assert np.array_equal(got[0], want[0], equal_nan=True)
             assert np.array_equal(got[1], want[1], equal_nan=True)
         assert np.array_equal(ts, before, equal_nan=True)  # the column itself is never rounded
+
+
+@pytest.mark.parametrize("slice_rows", [1, 3, 64])
+def test_kernel_spans_meeting_copies_keep_every_overlap(slice_rows: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stream, "_SLICE", slice_rows)
+    rng = np.random.default_rng(10 + slice_rows)
+    for _ in range(300):
+        ts, dur = _columns(rng)
+        kernel = rng.random(len(ts)) < 0.6
+        copy_rows = np.flatnonzero(~kernel)
+        direction = rng.integers(0, 3, len(copy_rows))
+        copies = [merge_spans(ts, dur, copy_rows[direction == d]) for d in range(3)]
+        ks, ke = merge_spans(ts, dur, kernel)
+        near_s, near_e = _kernel_spans_meeting(SimpleNamespace(ts=ts, dur=dur), kernel, copies)  # type: ignore[arg-type]
+        assert len(near_s) <= len(ks)
+        for ms, me in copies:
+            want, got = _overlap(ms, me, ks, ke), _overlap(ms, me, near_s, near_e)
+            assert want == got or (np.isnan(want) and np.isnan(got))
