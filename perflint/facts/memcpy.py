@@ -23,8 +23,9 @@ from perflint.facts.launch import window_span_us
 from perflint.graph.build import runtime_source
 from perflint.ids import isin_ids
 from perflint.metrics.intervals import merge_spans
+from perflint.metrics.span_stream import merged_slices
 from perflint.metrics.steps import step_of
-from perflint.model import KERNEL, MEMCPY, NONE, Trace
+from perflint.model import KERNEL, MEMCPY, NONE, GpuTable, Trace
 from perflint.units import fmt_duration
 
 # "Memcpy HtoD (Pageable -> Device)"; older/AMD traces may omit the parenthesis.
@@ -82,23 +83,27 @@ def memcpy_groups(ctx: Context) -> list[Row]:
         return []
     span = window_span_us(ctx)
     kop = kernel_op(t, sel)
-    names = g.name[sel]
-    launch = g.launch[sel].astype(np.int64)
-    api_id = np.full(len(sel), NONE, dtype=np.int64)
-    api_id[launch != NONE] = t.runtime.name[launch[launch != NONE]] + 1  # shifted: NONE = not linked
-    kind, kinds = labels(names, lambda i: _kind(t.s(i)))
+    kind, kinds = labels(g.name[sel], lambda i: _kind(t.s(i)))
+    launch = g.launch[sel]
+    linked = launch != NONE
+    api_id = np.full(len(sel), NONE, dtype=np.int32)
+    api_id[linked] = t.runtime.name[launch[linked]] + 1  # shifted: NONE = not linked
+    del launch, linked
     api, apis = labels(api_id, lambda i: t.s(i - 1) if i != NONE else None)
+    del api_id
     iid, infos = op_infos(ctx, kop)
+    del kop
     site, _ = dense_ids((info.stack[0] if info.stack else None, info.stack[-1] if info.stack else None) for info in infos)
     groups = Groups(kind, api, site[iid])
     idx_all = sel[groups.order]
+    del sel
     out: list[Row] = []
     for gi, sl in enumerate(groups.slices()):
         idx = idx_all[sl]
-        dur = g.dur[idx]
+        time_us = float(g.dur[idx].sum())
         nb = g.nbytes[idx]
         nbytes = int(nb[nb > 0].sum())
-        time_us = float(dur.sum())
+        del nb
         first = int(groups.first[gi])
         info = infos[int(iid[first])]
         direction, host = kinds[int(kind[first])]
@@ -162,6 +167,36 @@ def _overlap(ms: np.ndarray, me: np.ndarray, ks: np.ndarray, ke: np.ndarray) -> 
     return float(np.cumsum(piece)[-1])
 
 
+def _kernel_spans_meeting(
+    g: GpuTable, kern: np.ndarray, copies: list[tuple[np.ndarray, np.ndarray]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The merged spans of the kernel rows `kern` (a subsequence of merge_spans(g.ts, g.dur, kern))
+    that `_overlap` pairs with a span of one of `copies` (merged copy spans): the others add nothing
+    to any overlap, and a copy rarely runs beside a kernel. The kernel spans are streamed; only
+    those kept are held."""
+    kept_s: list[np.ndarray] = [np.zeros(0)]
+    kept_e: list[np.ndarray] = [np.zeros(0)]
+    if not any(len(ms) for ms, _ in copies):
+        return kept_s[0], kept_e[0]
+    for ks, ke in merged_slices(g.ts, g.dur, kern):
+        n = len(ks)
+        # +1 where a copy span's run of paired kernel spans begins, -1 past its end.
+        edges = np.zeros(n + 1, dtype=np.int64)
+        for ms, me in copies:
+            # The copy spans that can pair with this piece, then their kernel spans by the same
+            # searches `_overlap` makes (restricted to the piece, they find the same pairs).
+            a0, a1 = np.searchsorted(me, ks[0], side="right"), np.searchsorted(ms, ke[-1], side="left")
+            if a1 > a0:
+                lo = np.searchsorted(ke, ms[a0:a1], side="right")
+                hi = np.maximum(np.searchsorted(ks, me[a0:a1], side="left"), lo)
+                edges += np.bincount(lo, minlength=n + 1)
+                edges -= np.bincount(hi, minlength=n + 1)
+        keep = np.cumsum(edges[:n]) > 0
+        kept_s.append(ks[keep])
+        kept_e.append(ke[keep])
+    return np.concatenate(kept_s), np.concatenate(kept_e)
+
+
 @fact("memcpy_share", key=("direction",), fields=SHARE_FIELDS)
 def memcpy_share(ctx: Context) -> list[Row]:
     """Copy time per direction as a share of step time (and the part kernels did not hide)."""
@@ -169,18 +204,20 @@ def memcpy_share(ctx: Context) -> list[Row]:
     g = t.gpu
     win = window_mask(ctx)
     span = window_span_us(ctx)
-    kern = win & (g.kind == KERNEL)
-    ks, ke = merge_spans(g.ts, g.dur, kern)
     by_dir: dict[str | None, list[Row]] = {}
     for r in rows(ctx, "memcpy_groups"):
         by_dir.setdefault(r["direction"], []).append(r)
     out: list[Row] = []
     cp_all = np.flatnonzero(win & (g.kind == MEMCPY))
     dirs, dir_names = labels(g.name[cp_all], lambda i: parse_memcpy(t.s(i))[0] or "")
-    for direction, groups in by_dir.items():
+    spans: dict[str | None, tuple[np.ndarray, np.ndarray]] = {}
+    for direction in by_dir:
         want = dir_names.index(direction or "") if (direction or "") in dir_names else -1
-        idx = cp_all[dirs == want]
-        ms, me = merge_spans(g.ts, g.dur, idx)
+        spans[direction] = merge_spans(g.ts, g.dur, cp_all[dirs == want])
+    del cp_all, dirs
+    ks, ke = _kernel_spans_meeting(g, win & (g.kind == KERNEL), list(spans.values()))
+    for direction, groups in by_dir.items():
+        ms, me = spans[direction]
         busy = float((me - ms).sum())
         exposed = busy - _overlap(ms, me, ks, ke)
         total = sum(r["time_us"] for r in groups)

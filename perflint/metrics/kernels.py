@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perflint.ids import unique_inverse
+from perflint.ids import distinct
 from perflint.memo import once
 from perflint.metrics.kernel_class import classify_kernel
 from perflint.model import GPU_SYNC, KERNEL, MEMCPY, MEMSET, Trace
@@ -62,23 +62,35 @@ def classify(trace: Trace) -> KernelClasses:
     n = len(g)
     category = np.full(n, CAT_INDEX["other"], dtype=np.int8)
     tc = np.full(n, -1, dtype=np.int8)
-    category[g.kind == MEMCPY] = CAT_INDEX["memcpy"]
-    category[g.kind == MEMSET] = CAT_INDEX["memset"]
-    category[g.kind == GPU_SYNC] = SYNC_CATEGORY
-    kern = g.kind == KERNEL
-    if kern.any():
-        vendor = trace_vendor(trace)
-        names, inverse = unique_inverse(g.name[kern])
-        cat_u = np.empty(len(names), dtype=np.int8)
-        tc_u = np.empty(len(names), dtype=np.int8)
-        for i, sid in enumerate(names.tolist()):
-            c = classify_kernel(trace.strings[sid], vendor)
-            cat_u[i] = CAT_INDEX[c.category]
-            tc_u[i] = -1 if c.tensor_cores is None else int(c.tensor_cores)
-        idx = np.flatnonzero(kern)
-        category[idx] = cat_u[inverse]
-        tc[idx] = tc_u[inverse]
+    # Per string id: the kernel class of that name (filled as names turn up), so a row is classified
+    # by a gather; a slice of rows at a time, with no column-long index list or inverse.
+    cat_of = np.full(len(trace.strings), CAT_INDEX["other"], dtype=np.int8)
+    tc_of = np.full(len(trace.strings), -1, dtype=np.int8)
+    done: set[int] = set()
+    vendor: str | None = None
+    for i in range(0, n, _SLICE):
+        kind = g.kind[i : i + _SLICE]
+        cat = category[i : i + _SLICE]
+        cat[kind == MEMCPY] = CAT_INDEX["memcpy"]
+        cat[kind == MEMSET] = CAT_INDEX["memset"]
+        cat[kind == GPU_SYNC] = SYNC_CATEGORY
+        kern = kind == KERNEL
+        if not kern.any():
+            continue
+        if not done:
+            vendor = trace_vendor(trace)
+        names = g.name[i : i + _SLICE][kern]
+        for sid in distinct(names):
+            if sid not in done:
+                done.add(sid)
+                c = classify_kernel(trace.strings[sid], vendor)
+                cat_of[sid] = CAT_INDEX[c.category]
+                tc_of[sid] = -1 if c.tensor_cores is None else int(c.tensor_cores)
+        cat[kern] = cat_of[names]
+        tc[i : i + _SLICE][kern] = tc_of[names]
         # NCCL kernels that carry collective args are communication whatever their name says.
-        comm = kern & (g.collective >= 0)
-        category[comm] = CAT_INDEX["communication"]
+        cat[kern & (g.collective[i : i + _SLICE] >= 0)] = CAT_INDEX["communication"]
     return KernelClasses(category=category, tensor_core=tc)
+
+
+_SLICE = 1 << 16

@@ -26,7 +26,7 @@ import numpy as np
 from perflint.graph.build import unique_correlation_launch
 from perflint.ids import distinct
 from perflint.memo import once
-from perflint.metrics.intervals import merge, merge_spans
+from perflint.metrics.span_stream import merged_slices
 from perflint.model import NONE, GpuTable, OpTable, PyFnTable, RuntimeTable, Trace
 
 # HTA's kernel types (hta/utils/utils.py get_kernel_type), applied with re.match (anchored at start).
@@ -102,6 +102,7 @@ def hta_rounds(trace: Trace) -> bool:
 
 
 _CHUNK = 1 << 16
+_SLICE = 1 << 18
 
 
 def _has_fraction(ts: np.ndarray) -> bool:
@@ -130,13 +131,18 @@ def hta_device_mask(trace: Trace, rounded: bool = False) -> tuple[np.ndarray, bo
     on_stream = g.stream != -1
     tables: tuple[OpTable | PyFnTable | RuntimeTable, ...] = (trace.ops, trace.pyfn, trace.runtime)
     step_lut = _string_mask(trace, lambda s: "ProfilerStep" in s)
-    step_rows = [_name_hits(step_lut, tbl.name) for tbl in tables]
     used = np.zeros(len(step_lut), dtype=bool)
-    for tbl, hit in zip(tables, step_rows):
-        used[tbl.name[hit]] = True
+    step_starts: list[float] = []
+    for tbl in tables:  # a slice at a time: the CPU tables are the longest, and most have no step
+        for i in range(0, len(tbl), _SLICE):
+            names = tbl.name[i : i + _SLICE]
+            hit = _name_hits(step_lut, names)
+            if hit.any():
+                used[names[hit]] = True
+                step_starts.append(tbl.ts[i : i + _SLICE][hit].max())
     if int(used.sum()) <= 1:  # no step, or a single step name: HTA filters nothing
         return on_stream, False
-    last_start = float(np.concatenate([tbl.ts[hit] for tbl, hit in zip(tables, step_rows)]).max())
+    last_start = float(np.max(step_starts))  # a NaN start wins, as in one max over every start
 
     sync_lut = _string_mask(trace, lambda s: s in _SYNC_NAMES)
     gpu_row = ((g.stream >= 0) & (g.correlation >= 0)) | _name_hits(sync_lut, g.name)
@@ -186,19 +192,16 @@ def hta_temporal(trace: Trace) -> TemporalBreakdown | None:
     rounded = hta_rounds(trace)
     mask, filtered = hta_device_mask(trace, rounded)
     out: TemporalBreakdown | None = None
-    if mask.any():
+    events = int(np.count_nonzero(mask))
+    if events:
         # HTA's COMPUTATION verdict per string id, tested once per name in use; the last slot
         # stands for rows without a name (NONE indexes it).
         lut = np.zeros(len(trace.strings) + 1, dtype=bool)
-        for n in distinct(g.name[mask]):
+        for n in _names_in(g.name, mask):
             lut[n] = hta_kernel_type(trace.s(n)) == "COMPUTATION"
-        ms, me = _union(g, mask, rounded)
-        kernel_time = float(me[-1] - ms[0])
-        busy = float((me - ms).sum())
-        del ms, me
+        kernel_time, busy = _union(g, mask, rounded)
         idle = kernel_time - busy
-        cs, ce = _union(g, mask & lut[g.name], rounded)
-        compute = float((ce - cs).sum())
+        compute = _union(g, mask & lut[g.name], rounded)[1]
         out = TemporalBreakdown(
             idle_us=idle,
             compute_us=compute,
@@ -207,20 +210,35 @@ def hta_temporal(trace: Trace) -> TemporalBreakdown | None:
             non_compute_us=max(0.0, kernel_time - compute - idle),
             kernel_time_us=kernel_time,
             step_filter=filtered,
-            device_events=int(mask.sum()),
+            device_events=events,
         )
     return out
 
 
-def _union(g: GpuTable, rows: np.ndarray, rounded: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Merged spans of the GPU rows in the mask `rows`; on a rounded trace HTA's order: the end
-    from the exact times, then start rounded up and end down."""
-    if not rounded:
-        return merge_spans(g.ts, g.dur, rows)
-    ts = g.ts[rows]
-    end = g.dur[rows]
-    end += ts
-    return merge(np.ceil(ts, out=ts), np.floor(end, out=end))
+def _names_in(name: np.ndarray, rows: np.ndarray) -> set[int]:
+    """Distinct ids of `name` on the rows of the mask `rows`, a slice at a time (no column-long
+    copy of the ids)."""
+    found: set[int] = set()
+    for i in range(0, len(name), _SLICE):
+        found.update(distinct(name[i : i + _SLICE][rows[i : i + _SLICE]]))
+    return found
+
+
+def _union(g: GpuTable, rows: np.ndarray, rounded: bool) -> tuple[float, float]:
+    """(last end - first start, total length) of the merged spans of the GPU rows in the mask
+    `rows` (0.0 for both without rows); on a rounded trace HTA's order: the end from the exact
+    times, then start rounded up and end down. The lengths are summed as one array (numpy's
+    pairwise sum of `(me - ms)`), held alone: no start and end arrays."""
+    lengths = np.empty(int(np.count_nonzero(rows)))  # one span per row at most
+    k = 0
+    first = last = 0.0
+    for ms, me in merged_slices(g.ts, g.dur, rows, rounded):
+        if k == 0:
+            first = float(ms[0])
+        np.subtract(me, ms, out=lengths[k : k + len(ms)])
+        k += len(ms)
+        last = float(me[-1])
+    return last - first, float(lengths[:k].sum())
 
 
 def temporal_breakdown(trace: Trace) -> dict[str, float | None]:
