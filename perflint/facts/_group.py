@@ -21,6 +21,23 @@ K = TypeVar("K", bound=Hashable)
 
 _LIMIT = 1 << 62
 _TABLE = 8  # presence tables of up to 8 slots per row (plus 1024) renumber codes densely
+_SMALL = 1 << 16  # codes up to this many (or up to the row count) are looked up in tables
+_SLICE = 1 << 16  # rows per slice: what a pass holds besides its outputs stays about a MB
+
+
+def _index_dtype(n: int) -> type[np.signedinteger]:
+    """Row indexes and group ids of n rows: int32 where they fit (half the memory of int64)."""
+    return np.int32 if n < 2**31 else np.int64
+
+
+def _slices(n: int, first: int = _SLICE) -> list[slice]:
+    """Consecutive slices over n rows: `first` rows, then twice as many each time up to _SLICE."""
+    out, a, size = [], 0, min(first, _SLICE)
+    while a < n:
+        out.append(slice(a, min(a + size, n)))
+        a += size
+        size = min(2 * size, _SLICE)
+    return out
 
 
 def _dense(col: np.ndarray) -> tuple[np.ndarray, int]:
@@ -50,14 +67,45 @@ def _small_key(code: np.ndarray, card: int) -> np.ndarray:
     return code.astype(np.uint16) if card <= 1 << 16 else code
 
 
-def factorize(cols: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Group id of each row (0.. in order of first appearance) and each group's first row.
+class _Code:
+    """One int64 code per row that is equal exactly where all key columns are, read a slice at a
+    time: a mixed-radix number of the columns' offsets, so no full-length code is built unless
+    the columns' ranges multiply past 2**62 (then it is built once, ranked and compressed)."""
 
-    Only the partition matters (ids follow first appearance), so the combined code may be
-    renumbered freely: it is kept dense with presence tables, then sorted by radix."""
-    n = len(cols[0]) if cols else 0
-    if n == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    def __init__(self, cols: Sequence[np.ndarray]) -> None:
+        self.parts: list[tuple[np.ndarray, int, int]] = []  # (column, offset, weight)
+        card = 1
+        for col in cols:
+            col = np.asarray(col)
+            lo, hi = int(col.min()), int(col.max())
+            self.parts.append((col, lo, card))
+            card *= hi - lo + 1
+            if card >= _LIMIT:
+                code, card = _full_code(cols)
+                self.parts = [(code, 0, 1)]
+                break
+        self.card = card
+
+    def __call__(self, s: slice) -> np.ndarray:
+        code: np.ndarray | None = None
+        for col, lo, weight in self.parts:
+            c = col[s].astype(np.int64)
+            if lo:
+                c -= lo
+            if weight != 1:
+                c *= weight
+            if code is None:
+                code = c
+            else:
+                code += c
+        assert code is not None
+        return code
+
+
+def _full_code(cols: Sequence[np.ndarray]) -> tuple[np.ndarray, int]:
+    """The combined code of columns whose ranges multiply past 2**62, built whole: the columns
+    so far are ranked or compressed whenever the product would overflow."""
+    n = len(cols[0])
     table = _TABLE * n + 1024
     code, card = _dense(np.asarray(cols[0]))  # the codes are this function's own: updated in place
     for col in cols[1:]:
@@ -71,39 +119,158 @@ def factorize(cols: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         code += c
         del c
         card *= span
-    if card > 1 << 16 and card <= table:
-        code, card = _compress(code, card)
-    if card <= 1 << 16:
-        key = _small_key(code, card)
-        order = np.argsort(key, kind="stable")
-        s = key[order]
-        new = np.empty(n, dtype=bool)
-        new[0] = True
-        new[1:] = s[1:] != s[:-1]
-        del s
-        first = order[new]  # per code (ascending), its first row: what np.unique's return_index gives
-        del order, new
-        present = np.zeros(card, dtype=bool)
-        present[key] = True
-        place = np.cumsum(present, dtype=np.int64) - 1  # per code: its place among the codes present
-        inv = np.take(place, key, out=code)  # the codes are not read again: their buffer takes the inverse
-        del key
+    return code, card
+
+
+class _Seen:
+    """The codes met so far: a presence table when there are few possible codes, else a sorted
+    array of at most _SMALL codes."""
+
+    def __init__(self, card: int, n: int) -> None:
+        self.table = np.zeros(card, dtype=bool) if card <= max(_SMALL, n) else None
+        self.known = np.zeros(0, dtype=np.int64)
+
+    def new(self, code: np.ndarray) -> np.ndarray:
+        new: np.ndarray = ~self.table[code] if self.table is not None else ~_member(self.known, code)
+        return new
+
+    def add(self, codes: np.ndarray) -> bool:
+        """Adds new codes; False where a sorted array would pass _SMALL codes (none added)."""
+        if self.table is not None:
+            self.table[codes] = True
+        elif len(self.known) + len(codes) > _SMALL:
+            return False
+        else:
+            self.known = np.insert(self.known, np.searchsorted(self.known, codes), codes)
+        return True
+
+
+def _member(known: np.ndarray, code: np.ndarray) -> np.ndarray:
+    """Per code: it is in the sorted array `known`."""
+    if not len(known):
+        return np.zeros(len(code), dtype=bool)
+    at = np.searchsorted(known, code)
+    np.minimum(at, len(known) - 1, out=at)
+    hit: np.ndarray = known[at] == code
+    return hit
+
+
+def factorize(cols: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Group id of each row (0.. in order of first appearance; int32 below 2**31 rows) and each
+    group's first row (ascending).
+
+    Only the partition matters (ids follow first appearance), so the combined code may be any
+    one-to-one function of the key columns. Two passes a slice at a time: the codes' first rows
+    (only rows whose code is new are sorted, and slices start small, so a handful of distinct
+    codes costs no sort of the column), then each row's code mapped to its group id. Sparse codes
+    with more than _SMALL distinct values are numbered by one sort of the whole code instead."""
+    n = len(cols[0]) if cols else 0
+    dt = _index_dtype(n)
+    if n == 0:
+        return np.zeros(0, dtype=dt), np.zeros(0, dtype=np.int64)
+    code = _Code(cols)
+    seen = _Seen(code.card, n)
+    codes, firsts = [], []
+    for s in _slices(n, 1 << 10):
+        c = code(s)
+        new = seen.new(c)
+        if not new.any():
+            continue
+        at = np.flatnonzero(new)
+        u, k = _first_each(c[at])
+        if not seen.add(u):
+            return _factorize_sorted(code, n)
+        at = at[k]
+        by_row = np.argsort(at, kind="stable")
+        codes.append(u[by_row])
+        firsts.append(at[by_row] + s.start)
+    del seen
+    code_of = np.concatenate(codes)  # per group, its code
+    gid = np.empty(n, dtype=dt)
+    if code.card <= max(_SMALL, n):
+        table = np.zeros(code.card, dtype=dt)
+        table[code_of] = np.arange(len(code_of), dtype=dt)
+        for s in _slices(n):
+            np.take(table, code(s), out=gid[s])
     else:
-        _, first, inv = np.unique(code, return_index=True, return_inverse=True)
+        by_code = np.argsort(code_of, kind="stable")
+        known = code_of[by_code]
+        ids = by_code.astype(dt)
+        for s in _slices(n):
+            np.take(ids, np.searchsorted(known, code(s)), out=gid[s])
+    return gid, np.concatenate(firsts)
+
+
+def _first_each(code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(code, return_index=True) by a stable argsort (np.unique's first call in a
+    process imports numpy.ma)."""
+    o = np.argsort(code, kind="stable")
+    sc = code[o]
+    head = np.empty(len(sc), dtype=bool)
+    head[:1] = True
+    np.not_equal(sc[1:], sc[:-1], out=head[1:])
+    return sc[head], o[head]
+
+
+def _factorize_sorted(code: _Code, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """factorize by one stable sort of the whole code: for many distinct sparse codes."""
+    full = np.empty(n, dtype=np.int64)
+    for s in _slices(n):
+        full[s] = code(s)
+    o = np.argsort(full, kind="stable")
+    sc = full[o]
+    del full
+    head = np.empty(n, dtype=bool)
+    head[0] = True
+    np.not_equal(sc[1:], sc[:-1], out=head[1:])
+    del sc
+    first = o[head]  # per code (ascending), its first row
     rank = np.argsort(first, kind="stable")
-    renum = np.empty(len(first), dtype=np.int64)
+    renum = np.empty(len(first), dtype=_index_dtype(n))
     renum[rank] = np.arange(len(first))
-    return renum[inv.reshape(-1)], first[rank]
+    gid = np.empty(n, dtype=renum.dtype)
+    gid[o] = renum[np.cumsum(head) - 1]  # each row's code's place among the codes, then its group
+    return gid, first[rank]
+
+
+def _grouped_order(gid: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The rows sorted by group id, stably (np.argsort(gid, kind="stable"), as int32 below 2**31
+    rows): a counting sort that places a slice at a time, each slice sorted on its own."""
+    n = len(gid)
+    order = np.empty(n, dtype=_index_dtype(n))
+    nxt = np.cumsum(counts) - counts  # per group, where its next row goes
+    for s in _slices(n):
+        g = gid[s]
+        o = np.argsort(_small_key(g, len(counts)), kind="stable")
+        sg = g[o]
+        starts = np.flatnonzero(np.concatenate(([True], sg[1:] != sg[:-1])))
+        lens = np.diff(np.append(starts, len(sg)))
+        runs = sg[starts]
+        dest = np.repeat(nxt[runs] - starts, lens)
+        dest += np.arange(len(sg))
+        o += s.start
+        order[dest] = o
+        nxt[runs] += lens
+    return order
+
+
+def _counts(gid: np.ndarray, ng: int) -> np.ndarray:
+    """np.bincount(gid, minlength=ng), a slice at a time (bincount copies int32 ids to int64)."""
+    counts = np.zeros(ng, dtype=np.int64)
+    for s in _slices(len(gid)):
+        counts += np.bincount(gid[s], minlength=ng)
+    return counts
 
 
 class Groups:
-    """Rows grouped by key columns; groups in order of first appearance."""
+    """Rows grouped by key columns; groups in order of first appearance. `gid` and `order` are
+    int32 below 2**31 rows."""
 
     def __init__(self, *cols: np.ndarray) -> None:
         self.gid, self.first = factorize(cols)
-        self.order = np.argsort(_small_key(self.gid, len(self.first)), kind="stable")
-        counts = np.bincount(self.gid, minlength=len(self.first))
+        counts = _counts(self.gid, len(self.first))
         self.counts = counts
+        self.order = _grouped_order(self.gid, counts)
         self.bounds = np.concatenate(([0], np.cumsum(counts))).tolist()
 
     def __len__(self) -> int:
@@ -153,12 +320,20 @@ def labels(col: np.ndarray, fn: Callable[[int], K]) -> tuple[np.ndarray, list[K]
     col = np.asarray(col)
     if len(col) == 0:
         return np.zeros(0, dtype=np.int64), []
-    table = np.zeros(int(col.max()) + 2, dtype=np.int32)  # fewer distinct values than ids
-    index: dict[K, int] = {}
     ids = ([-1] if (col < 0).any() else []) + present_ids(col)
+    table, values = label_table(ids, int(col.max()), fn)
+    return table[col + 1], values
+
+
+def label_table(ids: Iterable[int], hi: int, fn: Callable[[int], K]) -> tuple[np.ndarray, list[K]]:
+    """fn over ids (NONE = -1 included, none above `hi`), called once per id in the given order:
+    a table indexed by id + 1 of the index of fn(id) in the returned list of distinct values
+    (`table[col + 1]` labels a column, or a slice of one, at once)."""
+    table = np.zeros(hi + 2, dtype=np.int32)  # fewer distinct values than ids
+    index: dict[K, int] = {}
     for i in ids:
         table[i + 1] = index.setdefault(fn(i), len(index))
-    return table[col + 1], list(index)
+    return table, list(index)
 
 
 def sums(ids: np.ndarray, weights: np.ndarray, n: int) -> np.ndarray:

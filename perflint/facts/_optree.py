@@ -237,15 +237,15 @@ def op_info(ctx: Context, op: int) -> OpInfo:
 
 
 def op_infos(ctx: Context, ops: np.ndarray) -> tuple[np.ndarray, list[OpInfo]]:
-    """op_info for a whole column of ops: an info id per element (numbered by first appearance)
-    and the distinct infos, each built once."""
-    ops = np.asarray(ops, dtype=np.int64)
+    """op_info for a whole column of ops: an info id per element (numbered by first appearance;
+    int32 below 2**31 elements) and the distinct infos, each built once."""
     if len(ops) == 0:
-        return np.zeros(0, dtype=np.int64), []
+        return np.zeros(0, dtype=np.int32), []
     a = op_arrays(ctx)
+    if len(a.stack_key) == 0:  # no ops: every element is NONE
+        return np.zeros(len(ops), dtype=np.int32), [_NO_OP]
+    ops = np.asarray(ops, dtype=np.int64)
     valid = ops != NONE
-    if len(a.stack_key) == 0:
-        return np.zeros(len(ops), dtype=np.int64), [_NO_OP]
     safe = np.where(valid, ops, 0)
     cols = [
         np.where(valid, a.stack_key[safe], -2),
