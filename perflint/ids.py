@@ -30,8 +30,13 @@ def rows_of(mask: np.ndarray) -> np.ndarray:
     full-length int64 positions on the way."""
     if len(mask) >= 2**31:
         return np.flatnonzero(mask)
-    parts = [np.flatnonzero(mask[i : i + _SLICE]).astype(np.int32) + np.int32(i) for i in range(0, len(mask), _SLICE)]
-    return np.concatenate(parts) if parts else np.zeros(0, np.int32)
+    out = np.empty(int(np.count_nonzero(mask)), dtype=np.int32)
+    k = 0
+    for i in range(0, len(mask), _SLICE):
+        nz = np.flatnonzero(mask[i : i + _SLICE])
+        out[k : k + len(nz)] = nz + i
+        k += len(nz)
+    return out
 
 
 def isin_ids(col: np.ndarray, members: np.ndarray | list[int]) -> np.ndarray:
