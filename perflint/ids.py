@@ -3,6 +3,8 @@ or a hash where the values are dense: a table over their range is one linear pas
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 
@@ -37,6 +39,19 @@ def rows_of(mask: np.ndarray) -> np.ndarray:
         out[k : k + len(nz)] = nz + i
         k += len(nz)
     return out
+
+
+def compress_in_place(a: np.ndarray, keep: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """`a[keep(a)]` written over the front of `a` itself, a slice at a time (`keep` is asked per
+    slice; the write position never passes the slice being read): no second full-length array.
+    Returns that front as a view; `a` is the caller's own, and its tail is left as it was."""
+    k = 0
+    for i in range(0, len(a), _SLICE):
+        part = a[i : i + _SLICE]
+        kept = part[keep(part)]
+        a[k : k + len(kept)] = kept
+        k += len(kept)
+    return a[:k]
 
 
 def isin_ids(col: np.ndarray, members: np.ndarray | list[int]) -> np.ndarray:

@@ -13,6 +13,8 @@ the counts (and on the max/quantile fields when they want another cutoff).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from perflint.facts import Context, Row, fact
@@ -20,11 +22,11 @@ from perflint.facts._common import gpu_utilization, op_infos, steps_time_us, win
 from perflint.facts._group import Groups, dense_ids, group_medians, id_table
 from perflint.facts.apis import is_kernel_launch, is_launch
 from perflint.facts.steps import busy_intervals, gap_lengths, windows
-from perflint.ids import rows_of
+from perflint.ids import compress_in_place, rows_of
 from perflint.memo import once
 from perflint.metrics.intervals import merge_spans
 from perflint.metrics.steps import step_of
-from perflint.model import GPU_SYNC, KERNEL, NONE
+from perflint.model import GPU_SYNC, KERNEL, NONE, Trace
 from perflint.units import fmt_duration
 
 RUNTIME_CUTOFF_US = 50.0  # HTA cuda_kernel_launch_stats runtime_cutoff
@@ -66,10 +68,59 @@ def window_span_us(ctx: Context) -> float | None:
     return span or None
 
 
-def _launches(ctx: Context) -> dict[str, np.ndarray]:
-    """Per launch call in the window: runtime index, GPU time launched, first GPU start. Built a
-    slice of GPU rows at a time into per-launch columns; nothing as long as every runtime call
-    but two bool masks."""
+@dataclass
+class _Launches:
+    """The launch calls in the window and their GPU side, as references into the trace's own
+    columns (a few bytes per call, not a float column each): `idx`, the calls (runtime rows,
+    ascending); `row`, per call the GPU row it launched when it launched exactly one (NONE
+    otherwise); the calls that launched several (`multi`: positions in idx, ascending) with their
+    GPU time and first GPU start."""
+
+    idx: np.ndarray
+    row: np.ndarray
+    multi: np.ndarray
+    multi_time: np.ndarray
+    multi_start: np.ndarray
+
+    def _fill(self, pos: np.ndarray, one: np.ndarray, many: np.ndarray, missing: float) -> np.ndarray:
+        """Per call at `pos`: `one[row]` of its single GPU row, `many[k]` of a call that launched
+        several, `missing` for a call without GPU side; a slice at a time."""
+        out = np.empty(len(pos))
+        for i in range(0, len(pos), _SLICE):
+            p = pos[i : i + _SLICE]
+            r = self.row[p]
+            has = r != NONE
+            part = np.full(len(p), missing)
+            part[has] = one[r[has]]
+            if len(self.multi):
+                k = np.minimum(np.searchsorted(self.multi, p), len(self.multi) - 1)
+                m = self.multi[k] == p
+                part[m] = many[k[m]]
+            out[i : i + len(p)] = part
+        return out
+
+    def gpu_time(self, t: Trace, pos: np.ndarray) -> np.ndarray:
+        """GPU time each call at `pos` launched: its rows' durations added in row order from 0.0
+        (0.0 + d for a single row: the same float, -0.0 included)."""
+        out = self._fill(pos, t.gpu.dur, self.multi_time, 0.0)
+        out += 0.0
+        return out
+
+    def delay(self, t: Trace, pos: np.ndarray) -> np.ndarray:
+        """HTA's launch delay of each call at `pos`: its first GPU start - the end of the call
+        (nan without GPU side)."""
+        out = self._fill(pos, t.gpu.ts, self.multi_start, np.nan)
+        out[~np.isfinite(out)] = np.nan
+        rt = t.runtime
+        for i in range(0, len(pos), _SLICE):
+            c = self.idx[pos[i : i + _SLICE]]
+            out[i : i + _SLICE] -= rt.ts[c] + rt.dur[c]
+        return out
+
+
+def _launches(ctx: Context) -> _Launches:
+    """The launch calls in the window (any runtime call linked to GPU work, and the launch APIs
+    whose GPU side was not recorded), each with its GPU rows, a slice of rows at a time."""
     t = ctx.trace
     rt, g = t.runtime, t.gpu
     n = len(rt)
@@ -86,25 +137,35 @@ def _launches(ctx: Context) -> dict[str, np.ndarray]:
     sel = rows_of(is_call)
     del is_call
     sel = sel[runtime_in_window(ctx, sel)]
-    first_start = np.full(len(sel), np.inf)
-    # Sums add in GPU-row order from 0.0 (np.add.at over the slices in turn, as bincount would
-    # over all rows at once): the same floats.
-    gpu_time = np.zeros(len(sel))
-    for i in range(0, len(gpu_rows), _SLICE):
-        rows = gpu_rows[i : i + _SLICE]
+
+    def positions(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(positions in sel, GPU rows) of the GPU rows whose call is in sel."""
         li = g.launch[rows]
         at = np.minimum(np.searchsorted(sel, li), max(len(sel) - 1, 0))
         mine = (sel[at] == li) if len(sel) else np.zeros(len(li), dtype=bool)
-        at, rows = at[mine], rows[mine]
-        np.minimum.at(first_start, at, g.ts[rows])
-        np.add.at(gpu_time, at, g.dur[rows])
-    del gpu_rows
-    first_start[~np.isfinite(first_start)] = np.nan  # no GPU side
-    # HTA's documented launch delay: kernel start - end of the launch call (nan: GPU side missing)
-    for i in range(0, len(sel), _SLICE):
-        s = sel[i : i + _SLICE]
-        first_start[i : i + _SLICE] -= rt.ts[s] + rt.dur[s]
-    return {"idx": sel, "gpu_time": gpu_time, "delay": first_start}
+        return at[mine], rows[mine]
+
+    row = np.full(len(sel), NONE, dtype=np.int32)
+    several = np.zeros(len(sel), dtype=bool)
+    for i in range(0, len(gpu_rows), _SLICE):
+        at, rows = positions(gpu_rows[i : i + _SLICE])
+        u, c = np.unique(at, return_counts=True)
+        several[u[(c > 1) | (row[u] != NONE)]] = True  # a second row, in this slice or an earlier one
+        row[at] = rows
+    multi = rows_of(several)
+    del several
+    row[multi] = NONE
+    multi_time = np.zeros(len(multi))
+    multi_start = np.full(len(multi), np.inf)
+    if len(multi):
+        # Added and compared in GPU-row order from 0.0, as one pass over every row would.
+        for i in range(0, len(gpu_rows), _SLICE):
+            at, rows = positions(gpu_rows[i : i + _SLICE])
+            k = np.minimum(np.searchsorted(multi, at), len(multi) - 1)
+            m = multi[k] == at
+            np.add.at(multi_time, k[m], g.dur[rows[m]])
+            np.minimum.at(multi_start, k[m], g.ts[rows[m]])
+    return _Launches(sel, row, multi, multi_time, multi_start)
 
 
 GROUP_FIELDS = {
@@ -136,12 +197,16 @@ GROUP_FIELDS = {
 
 @once
 def _launch_facts(ctx: Context) -> tuple[list[Row], list[Row]]:
-    """(launch_groups rows, launch_summary rows) from one set of per-launch columns, which
-    neither keeps: computed and dropped here, a column at a time where they can be."""
+    """(launch_groups rows, launch_summary rows) from one set of launch calls, which neither
+    keeps."""
     L = _launches(ctx)
-    gpu_total = float(L["gpu_time"].sum())
+    everyone = np.arange(len(L.idx), dtype=np.int32)
+    gpu_total = float(L.gpu_time(ctx.trace, everyone).sum())
+    del everyone
     groups = _group_rows(ctx, L)
-    return groups, _summary_rows(ctx, L["idx"], gpu_total, groups)
+    idx = L.idx
+    del L  # the summary reads the calls alone
+    return groups, _summary_rows(ctx, idx, gpu_total, groups)
 
 
 @fact("launch_groups", key=("api", "top_level_op", "op"), fields=GROUP_FIELDS)
@@ -150,48 +215,52 @@ def launch_groups(ctx: Context) -> list[Row]:
     return _launch_facts(ctx)[0]
 
 
-def _group_rows(ctx: Context, L: dict[str, np.ndarray]) -> list[Row]:
-    """The launch_groups rows; L's gpu_time and delay columns are dropped from it once read."""
+def _group_rows(ctx: Context, L: _Launches) -> list[Row]:
     t = ctx.trace
     rt = t.runtime
-    idx = L["idx"]
+    idx = L.idx
     if len(idx) == 0:
         return []
     iid, infos = op_infos(ctx, rt.op[idx])
-    site, _ = dense_ids((info.stack[0] if info.stack else None, info.stack[-1] if info.stack else None) for info in infos)
-    groups = Groups(rt.name[idx], site.astype(np.int32)[iid])
-    first_info = iid[groups.first].tolist()
-    del iid
+    if len(infos) == 1:  # one launch site (a trace without CPU ops): the API alone tells groups apart
+        del iid
+        groups = Groups(rt.name[idx])
+        first_info = [0] * len(groups)
+    else:
+        site, _ = dense_ids((info.stack[0] if info.stack else None, info.stack[-1] if info.stack else None) for info in infos)
+        groups = Groups(rt.name[idx], site.astype(np.int32)[iid])
+        first_info = iid[groups.first].tolist()
+        del iid
+    order, firsts, slices = groups.order, groups.first.tolist(), groups.slices()
+    del groups  # its per-call group ids are not read again
     busy = gpu_utilization(ctx)
-    order = groups.order
-    slices = groups.slices()
-    # Each group's values gathered on their own, one column at a time: no reordered copy of every
-    # launch's. The same values in the same order as a reorder of all of them: the same sums.
-    gpu = [float(L["gpu_time"][order[sl]].sum()) for sl in slices]
-    del L["gpu_time"]
-    stats = []
-    for sl in slices:
-        delay = L["delay"][order[sl]]
-        delay = delay[~np.isnan(delay)]
+    out: list[Row] = []
+    for gi, sl in enumerate(slices):
+        # Each group's values gathered on their own, one at a time, in the order a reorder of
+        # every call would give them: the same sums.
+        pos = order[sl]
+        gpu = float(L.gpu_time(t, pos).sum())
+        delay = L.delay(t, pos)
+        nan = np.isnan(delay)
+        if nan.any():
+            delay = delay[~nan]
+        del nan
         dover = delay > DELAY_CUTOFF_US
-        stats.append((
+        delay_stats = (
             float(delay.sum()) / len(delay) if len(delay) else None,
             group_medians(delay, np.array([len(delay)]))[0] if len(delay) else None,
             float(delay.max()) if len(delay) else None,
             int(dover.sum()),
             float((delay[dover] - DELAY_CUTOFF_US).sum()),
-        ))  # fmt: skip
+        )  # fmt: skip
         del delay, dover
-    del L["delay"]
-    out: list[Row] = []
-    for gi, sl in enumerate(slices):
-        dur = rt.dur[idx[order[sl]]]
-        first = int(groups.first[gi])
+        dur = rt.dur[idx[pos]]
+        first = firsts[gi]
         info = infos[first_info[gi]]
         slow = dur > SLOW_CALL_US
         over = (dur > RUNTIME_CUTOFF_US) & ~slow
         runtime = float(dur.sum())
-        delay_mean, delay_p50, delay_max, delay_outliers, delay_outlier_us = stats[gi]
+        delay_mean, delay_p50, delay_max, delay_outliers, delay_outlier_us = delay_stats
         out.append(
             {
                 "api": t.s(int(rt.name[idx[first]])),
@@ -204,7 +273,7 @@ def _group_rows(ctx: Context, L: dict[str, np.ndarray]) -> list[Row]:
                 # mean = the same pairwise sum / count, as ndarray.mean computes it
                 "runtime_mean_us": runtime / len(dur),
                 "runtime_max_us": float(dur.max()),
-                "gpu_time_us": gpu[gi],
+                "gpu_time_us": gpu,
                 "delay_mean_us": delay_mean,
                 "delay_p50_us": delay_p50,
                 "delay_max_us": delay_max,
@@ -257,7 +326,7 @@ def _launch_gap_idle(ctx: Context) -> tuple[float, float]:
     for w in windows(ctx):
         gap = gap_lengths(ms, me, w.lo, w.hi)
         total += float(gap.sum())
-        short += float(gap[gap < LAUNCH_GAP_US].sum())
+        short += float(compress_in_place(gap, lambda part: part < LAUNCH_GAP_US).sum())
     return short, total
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from perflint.facts import Context, Row, enricher, fact
 from perflint.facts._spans import step_windows
-from perflint.ids import rows_of
+from perflint.ids import compress_in_place, rows_of
 from perflint.memo import once
 from perflint.metrics.intervals import clip_length, merge_spans
 from perflint.metrics.stats import np_median
@@ -152,19 +152,14 @@ def gap_lengths(ms: np.ndarray, me: np.ndarray, lo: float, hi: float) -> np.ndar
     np.clip(ms[a:b], lo, hi, out=gap[:-1])
     gap[-1] = hi
     gap[0] -= lo
-    # A slice at a time, and the positive gaps moved to the front of the same buffer (the write
-    # position never passes the slice being read): no second or third full-length array.
-    kept = 0
+    # A slice at a time, the positive gaps kept in the same buffer: no second full-length array.
     for i in range(0, len(gap), _SLICE):
         part = gap[i : i + _SLICE]
         if i:
             part -= np.clip(me[a + i - 1 : a + i - 1 + len(part)], lo, hi)
         else:
             part[1:] -= np.clip(me[a : a + len(part) - 1], lo, hi)
-        pos = part[part > 0]
-        gap[kept : kept + len(pos)] = pos
-        kept += len(pos)
-    return gap[:kept]
+    return compress_in_place(gap, lambda part: part > 0)
 
 
 def _inside(ms: np.ndarray, me: np.ndarray, lo: float, hi: float) -> tuple[int, int]:

@@ -30,6 +30,17 @@ def test_rows_of_is_flatnonzero_in_int32(monkeypatch: pytest.MonkeyPatch) -> Non
     assert ids.rows_of(np.zeros(0, dtype=bool)).tolist() == []
 
 
+def test_compress_in_place_keeps_the_rows_asked_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    values = np.random.default_rng(1).random(101)
+    expected = values[values < 0.3].tolist()
+    for size in (1, 4, 1 << 18):
+        monkeypatch.setattr(ids, "_SLICE", size)
+        a = values.copy()
+        got = ids.compress_in_place(a, lambda part: part < 0.3)
+        assert got.tolist() == expected
+        assert np.shares_memory(got, a)  # the caller's own buffer, no copy
+
+
 def _gap_lengths_whole(ms: np.ndarray, me: np.ndarray, lo: float, hi: float) -> np.ndarray:
     """The gaps between busy intervals inside [lo, hi], over whole columns."""
     a = int(np.searchsorted(me, lo, side="right"))
@@ -54,6 +65,7 @@ def test_gap_lengths_across_slices(monkeypatch: pytest.MonkeyPatch, seed: int) -
     expected = _gap_lengths_whole(ms, me, lo, hi)
     for size in (1, 2, 3, 7, 1 << 18):
         monkeypatch.setattr(step_facts, "_SLICE", size)
+        monkeypatch.setattr(ids, "_SLICE", max(1, size - 1))
         got = step_facts.gap_lengths(ms, me, lo, hi)
         assert got.tolist() == expected.tolist(), size
 
