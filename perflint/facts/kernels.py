@@ -8,6 +8,7 @@ from perflint.facts import Context, Row, fact
 from perflint.facts._common import kernel_op, kernel_row_dtype, op_infos, primary_device, steps_time_us, window_mask
 from perflint.facts._group import Groups, dense_ids
 from perflint.facts.launch import window_span_us
+from perflint.ids import rows_of
 from perflint.metrics.kernel_class import classify_kernel
 from perflint.metrics.kernels import CATEGORIES, classify, trace_vendor
 from perflint.model import KERNEL, NONE
@@ -48,27 +49,20 @@ FIELDS = {
 }
 
 
-class _WeightedMean:
-    """Per group, the `dur`-weighted mean of a column with NaNs skipped, as
-    `(x[ok] * w[ok]).sum() / w[ok].sum()` computes it on the group's rows (None without weight).
-    Groups without NaN reuse the group's time sum (the same pairwise sum of the same values).
-    Work is per group, on its slice: no column-sized products or masks."""
-
-    def __init__(self, x: np.ndarray, w: np.ndarray) -> None:
-        self.x, self.w = x, w
-
-    def __call__(self, sl: slice, w_sum: float, count: int) -> float | None:
-        x, w = self.x[sl], self.w[sl]
-        ok = ~np.isnan(x)
-        kept = int(np.count_nonzero(ok))
-        if kept == count:
-            return None if w_sum <= 0 else float((x * w).sum() / w_sum)
-        if kept == 0:
-            return None
-        ws = w[ok].sum()
-        if ws <= 0:
-            return None
-        return float((x[ok] * w[ok]).sum() / ws)
+def _weighted_mean(x: np.ndarray, w: np.ndarray, w_sum: float, count: int) -> float | None:
+    """The `w`-weighted mean of a group's column `x` with NaNs skipped, as `(x[ok] * w[ok]).sum()
+    / w[ok].sum()` computes it (None without weight). A group without NaN reuses its time sum
+    `w_sum` (the same pairwise sum of the same values)."""
+    ok = ~np.isnan(x)
+    kept = int(np.count_nonzero(ok))
+    if kept == count:
+        return None if w_sum <= 0 else float((x * w).sum() / w_sum)
+    if kept == 0:
+        return None
+    ws = w[ok].sum()
+    if ws <= 0:
+        return None
+    return float((x[ok] * w[ok]).sum() / ws)
 
 
 def _prod(dims: list[int]) -> int:
@@ -79,22 +73,12 @@ def _prod(dims: list[int]) -> int:
     return (p + 2**63) % 2**64 - 2**63
 
 
-def _first_max(dur: np.ndarray, groups: Groups) -> np.ndarray:
-    """Per group, the position (in grouped order) of its first longest row: argmax per group."""
-    starts = np.asarray(groups.bounds[:-1], dtype=np.int64)
-    if np.isnan(dur).any():  # argmax stops at the first NaN; keep its exact behaviour
-        return np.asarray([s.start + int(np.argmax(dur[s])) for s in groups.slices()], dtype=np.int64)
-    top = np.maximum.reduceat(dur, starts)
-    hits = np.flatnonzero(dur == np.repeat(top, groups.counts))
-    return hits[np.searchsorted(hits, starts)]
-
-
 @fact("kernel_groups", key=("top_level_op", "op", "kernel", "input_dims"), fields=FIELDS)
 def kernel_groups(ctx: Context) -> list[Row]:
     """Kernels launched in the analysis steps, grouped per op x kernel x shapes (never per launch)."""
     t = ctx.trace
     g = t.gpu
-    sel = np.flatnonzero(window_mask(ctx) & (g.kind == KERNEL))
+    sel = rows_of(window_mask(ctx) & (g.kind == KERNEL))
     if len(sel) == 0:
         return []
     total = float(g.dur[sel].sum())
@@ -105,48 +89,49 @@ def kernel_groups(ctx: Context) -> list[Row]:
     dev = primary_device(ctx)
     # Group on (op's names + shapes, kernel name): the op side is resolved once per distinct info.
     iid, infos = op_infos(ctx, kernel_op(t, sel))
-    site, _ = dense_ids(
-        (info.stack[0] if info.stack else None, info.stack[-1] if info.stack else None, repr(info.dims)) for info in infos
-    )
-    groups = Groups(site[iid], g.name[sel])
+    if len(infos) == 1:  # one launch site (a trace without CPU ops): the kernel name alone
+        del iid
+        groups = Groups(g.name[sel])
+        firsts = [0] * len(groups)
+    else:
+        site, _ = dense_ids(
+            (info.stack[0] if info.stack else None, info.stack[-1] if info.stack else None, repr(info.dims)) for info in infos
+        )
+        groups = Groups(site.astype(np.int32)[iid], g.name[sel])
+        firsts = iid[groups.first].tolist()
+        del iid
     names = g.name[sel[groups.first]].tolist()
-    firsts = iid[groups.first].tolist()
-    del iid
-    rows_of = sel[groups.order]  # trace rows, grouped, in launch order inside each group
-    del sel
-    dur_all = g.dur[rows_of]
-    longest = rows_of[_first_max(dur_all, groups)]
-    bps_all = g.blocks_per_sm[rows_of]
-    occ = g.occupancy[rows_of]
-    del rows_of
-    # Kineto writes 0 when its occupancy query failed (e.g. > 48 KB shared memory) even though
-    # blocks ran: unknown, not zero.
-    occ[(occ == 0) & (bps_all > 0)] = np.nan
-    bps_mean = _WeightedMean(bps_all, dur_all)
-    occ_mean = _WeightedMean(occ, dur_all)
-    grids, blocks = g.grid[longest].tolist(), g.block[longest].tolist()
-    regs, shmem = g.regs[longest].tolist(), g.shmem[longest].tolist()
-    cats, tcs = cls.category[longest].tolist(), cls.tensor_core[longest].tolist()
-    counts = groups.counts.tolist()
+    grouped = sel[groups.order]  # trace rows, grouped, in launch order inside each group
+    counts, slices = groups.counts.tolist(), groups.slices()
+    del sel, groups
     cc = (
         dev.compute_capability[0] * 10 + dev.compute_capability[1]
         if dev and dev.compute_capability and dev.vendor == "nvidia"
         else None
     )
     rows: list[Row] = []
-    for gi, sl in enumerate(groups.slices()):
+    for gi, sl in enumerate(slices):
+        # Each group's rows gathered on their own: no grouped copy of every kernel's columns.
+        r = grouped[sl]
+        dur = g.dur[r]
+        longest = int(r[int(np.argmax(dur))])  # its first longest launch (the first NaN, if any)
+        bps = g.blocks_per_sm[r]
+        occ = g.occupancy[r]  # a gathered copy: ours to mark
+        # Kineto writes 0 when its occupancy query failed (e.g. > 48 KB shared memory) even though
+        # blocks ran: unknown, not zero.
+        occ[(occ == 0) & (bps > 0)] = np.nan
         info = infos[firsts[gi]]
         kname = t.s(names[gi])
-        grid, block = grids[gi], blocks[gi]
-        dur_sum = dur_all[sl].sum()
+        grid, block = g.grid[longest].tolist(), g.block[longest].tolist()
+        dur_sum = dur.sum()
         time_us = float(dur_sum)
-        tc = tcs[gi]
+        tc = int(cls.tensor_core[longest])
         count = counts[gi]
         kc = classify_kernel(kname, vendor)
         rows.append(
             {
                 "kernel": kname,
-                "category": CATEGORIES[cats[gi]],
+                "category": CATEGORIES[int(cls.category[longest])],
                 "tensor_cores": None if tc < 0 else bool(tc),
                 "dtype": kernel_row_dtype(t, info, kname),
                 "op": info.stack[-1] if info.stack else None,
@@ -164,10 +149,10 @@ def kernel_groups(ctx: Context) -> list[Row]:
                 "block": block if any(block) else None,
                 "threads_per_block": _prod(block) if any(block) else None,
                 "blocks": _prod(grid) if any(grid) else None,
-                "blocks_per_sm": bps_mean(sl, dur_sum, count),
-                "occupancy_pct": occ_mean(sl, dur_sum, count),
-                "registers": regs[gi] if regs[gi] != NONE else None,
-                "shared_memory": shmem[gi] if shmem[gi] != NONE else None,
+                "blocks_per_sm": _weighted_mean(bps, dur, dur_sum, count),
+                "occupancy_pct": _weighted_mean(occ, dur, dur_sum, count),
+                "registers": int(g.regs[longest]) if g.regs[longest] != NONE else None,
+                "shared_memory": int(g.shmem[longest]) if g.shmem[longest] != NONE else None,
                 "sm_count": dev.sm_count if dev else None,
                 "compute_capability": cc,
                 "vendor": dev.vendor if dev else "unknown",
