@@ -22,8 +22,7 @@ from perflint.facts.apis import is_alloc
 from perflint.facts.launch import window_span_us
 from perflint.graph.build import runtime_source
 from perflint.ids import isin_ids
-from perflint.metrics.intervals import merge_spans
-from perflint.metrics.span_stream import merged_slices
+from perflint.metrics.intervals import merge_spans, merged_pieces
 from perflint.metrics.steps import step_of
 from perflint.model import KERNEL, MEMCPY, NONE, GpuTable, Trace
 from perflint.units import fmt_duration
@@ -178,7 +177,7 @@ def _kernel_spans_meeting(
     kept_e: list[np.ndarray] = [np.zeros(0)]
     if not any(len(ms) for ms, _ in copies):
         return kept_s[0], kept_e[0]
-    for ks, ke in merged_slices(g.ts, g.dur, kern):
+    for ks, ke in merged_pieces(g.ts, g.dur, kern):
         n = len(ks)
         # +1 where a copy span's run of paired kernel spans begins, -1 past its end.
         edges = np.zeros(n + 1, dtype=np.int64)

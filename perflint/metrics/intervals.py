@@ -19,73 +19,90 @@ def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
         return np.zeros(0), np.zeros(0)
     starts = np.asarray(starts, dtype=np.float64)
     ends = np.asarray(ends, dtype=np.float64)
-    n = len(starts)
-    if ascending(starts):  # a stable sort would keep every row where it is
-        return _merge_sorted(n, ((starts[i : i + _CHUNK], ends[i : i + _CHUNK].copy()) for i in range(0, n, _CHUNK)))
-    order = np.argsort(starts, kind="stable")
-    return _merge_sorted(n, ((starts[o], ends[o]) for o in _slices(order)))
+    order = None if ascending(starts) else np.argsort(starts, kind="stable")  # ascending: a stable sort keeps every row
+    # Fresh ends for `_merged` to overwrite: a slice would be a view of the caller's.
+    pieces = ((starts[at], ends[at].copy() if order is None else ends[at]) for at in _indexers(order, len(starts)))
+    return _collected(len(starts), _merged(pieces))
 
 
 def merge_spans(ts: np.ndarray, dur: np.ndarray, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """`merge(ts[rows], ts[rows] + dur[rows])` (every row when `rows` is None: an index or mask
-    array) without column-sized copies: rows already in time order are merged a slice at a time;
-    others are sorted once (by a float copy of their starts, as `merge` sorts) into int32 row
-    numbers, then gathered a slice at a time."""
-    pieces: Iterable[tuple[np.ndarray, np.ndarray]]
-    if _ascending_pieces(_gathered(ts, rows)):
-        n = len(ts) if rows is None else int(np.count_nonzero(rows)) if rows.dtype == np.bool_ else len(rows)
-        pieces = zip(_gathered(ts, rows), _gathered(dur, rows))
+    array) without column-sized copies: `merged_pieces` collected into one output."""
+    n = len(ts) if rows is None else int(np.count_nonzero(rows)) if rows.dtype == np.bool_ else len(rows)
+    return _collected(n, merged_pieces(ts, dur, rows))
+
+
+def merged_pieces(ts: np.ndarray, dur: np.ndarray, rows: np.ndarray | None = None, rounded: bool = False) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The merged (sorted, disjoint) spans of `merge_spans(ts, dur, rows)`, in order, as successive
+    (starts, ends) pieces, a slice of rows at a time: callers that only reduce the spans keep what
+    they reduce to. `rounded`: each row spans ceil(ts) to floor(ts + dur) (HTA's whole-µs rounding,
+    which can invert a span), sorted by the rounded start as `merge` sorts. Rows already in start
+    order are read in place; others are sorted once into int32 row numbers."""
+    if not _ascending_pieces(_starts(ts, at, rounded) for at in _indexers(rows, len(ts))):
+        rows = _sorted_rows(ts, rows, rounded)
+    return _merged(_piece(ts, dur, at, rounded) for at in _indexers(rows, len(ts)))
+
+
+def _starts(ts: np.ndarray, at: np.ndarray | slice, rounded: bool) -> np.ndarray:
+    s: np.ndarray = np.asarray(ts[at], dtype=np.float64)
+    return _ceil(s, at) if rounded else s
+
+
+def _ceil(s: np.ndarray, at: np.ndarray | slice) -> np.ndarray:
+    """ceil(s) for s = column[at]: in place, unless `at` is a slice (s is then a view of the column)."""
+    up: np.ndarray = np.ceil(s) if isinstance(at, slice) else np.ceil(s, out=s)
+    return up
+
+
+def _piece(ts: np.ndarray, dur: np.ndarray, at: np.ndarray | slice, rounded: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, ends) of the rows `at` as `merged_pieces` reads them; the ends a fresh array. The
+    end is the exact ts + dur, rounded (down) after the sum, as HTA rounds it."""
+    t = np.asarray(ts[at], dtype=np.float64)
+    # dur + ts as a new array, as over whole columns: an in-place add can keep the other NaN.
+    e: np.ndarray = np.asarray(dur[at], dtype=np.float64) + t
+    if not rounded:
+        return t, e
+    np.floor(e, out=e)
+    return _ceil(t, at), e
+
+
+def _indexers(rows: np.ndarray | None, n: int) -> Iterator[np.ndarray | slice]:
+    """The rows `rows` (a mask or an index array; all `n` when None) in their order, one indexer
+    per slice: a slice where the slice takes every row (a view, no gather)."""
+    if rows is None:
+        for i in range(0, n, _CHUNK):
+            yield slice(i, i + _CHUNK)
+    elif rows.dtype == np.bool_:
+        for i in range(0, len(rows), _CHUNK):
+            at = np.flatnonzero(rows[i : i + _CHUNK])
+            if len(at) == min(_CHUNK, len(rows) - i):
+                yield slice(i, i + _CHUNK)
+            elif len(at):
+                at += i
+                yield at
     else:
-        sorted_rows = _sorted_rows(ts, rows)
-        n = len(sorted_rows)
-        pieces = ((ts[r], dur[r]) for r in _slices(sorted_rows))
-    if n == 0:
-        return np.zeros(0), np.zeros(0)
-    return _merge_sorted(n, _with_ends(pieces))
+        for i in range(0, len(rows), _CHUNK):
+            yield rows[i : i + _CHUNK]
 
 
-def _with_ends(pieces: Iterable[tuple[np.ndarray, np.ndarray]]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """(start, duration) pieces as (start, end) in float64, as `merge` takes them; a fresh end
-    array each (the merge overwrites it)."""
-    for ts, dur in pieces:
-        s = np.asarray(ts, dtype=np.float64)
-        yield s, np.asarray(dur, dtype=np.float64) + s  # the same sum as ts + dur (addition commutes)
-
-
-def _gathered(col: np.ndarray, rows: np.ndarray | None) -> Iterator[np.ndarray]:
-    """`col[rows]` (all of `col` when `rows` is None) a slice of rows at a time, in row order."""
-    n = len(col) if rows is None else len(rows)
-    for i in range(0, n, _CHUNK):
-        if rows is None:
-            yield col[i : i + _CHUNK]
-        elif rows.dtype == np.bool_:
-            yield col[i : i + _CHUNK][rows[i : i + _CHUNK]]
-        else:
-            yield col[rows[i : i + _CHUNK]]
-
-
-def _sorted_rows(ts: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
-    """The rows taken (all when None), stably sorted by their start as float64: int32 where the
-    column allows. Only the argsort's key and result are column-sized at once."""
-    s = ts if rows is None else ts[rows]
-    order = np.argsort(np.asarray(s, dtype=np.float64), kind="stable")
-    del s
-    idx = rows if rows is None or rows.dtype != np.bool_ else rows_of(rows)
-    out = np.empty(len(order), dtype=np.int32 if len(ts) < 2**31 else np.int64)
-    for i in range(0, len(order), _CHUNK):
-        o = order[i : i + _CHUNK]
-        out[i : i + _CHUNK] = o if idx is None else idx[o]
-    return out
-
-
-def _slices(a: np.ndarray) -> Iterator[np.ndarray]:
-    for i in range(0, len(a), _CHUNK):
-        yield a[i : i + _CHUNK]
+def _sorted_rows(ts: np.ndarray, rows: np.ndarray | None, rounded: bool) -> np.ndarray:
+    """The rows taken (all when None) in stable order of their start as `_starts` reads it: int32
+    where the column allows. Only the sort's key and result are column-sized at once."""
+    if rows is not None and rows.dtype == np.bool_ and rows.all():
+        rows = None  # sort the column itself: no gathered copy of it
+    order64 = np.argsort(_starts(ts, slice(None) if rows is None else rows, rounded), kind="stable")
+    order = order64.astype(np.int32) if len(ts) < 2**31 else order64
+    del order64
+    if rows is not None:  # positions among the rows taken, to rows of the columns, in place
+        idx = rows_of(rows) if rows.dtype == np.bool_ else rows
+        for i in range(0, len(order), _CHUNK):
+            order[i : i + _CHUNK] = idx[order[i : i + _CHUNK]]
+    return order
 
 
 def ascending(x: np.ndarray) -> bool:
     """Whether `x` never decreases (False where it holds NaN), a chunk at a time: no (n,) mask."""
-    return _ascending_pieces(_slices(x))
+    return _ascending_pieces(x[at] for at in _indexers(None, len(x)))
 
 
 def _ascending_pieces(pieces: Iterable[np.ndarray]) -> bool:
@@ -105,40 +122,65 @@ def _ascending_pieces(pieces: Iterable[np.ndarray]) -> bool:
 _CHUNK = 1 << 16
 
 
-def _merge_sorted(n: int, pieces: Iterable[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """`merge` of at most `n` rows sorted by start, given as (starts, ends) pieces in that order
-    (each piece's ends are overwritten). The output is allocated once at `n` and shrunk in place."""
+def _merged(pieces: Iterable[tuple[np.ndarray, np.ndarray]]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """`merge` of rows sorted by start, given as (starts, ends) pieces in that order (each piece's
+    ends are overwritten), as (starts, ends) pieces of the merged spans: each piece's spans closed
+    so far, then the one left open."""
+    opened: float | None = None  # start of the open span
+    top = np.nan  # running maximum of the ends so far: the open span's end
+    for s, e in pieces:
+        if len(s) == 0:
+            continue
+        starts, ends, opened, top = _merge_piece(s, e, opened, top)
+        del s, e  # nothing of a piece is held while the next one is read
+        if len(ends):
+            yield starts, ends
+        del starts, ends
+    if opened is not None:
+        yield np.array([opened]), np.array([top])
+
+
+def _merge_piece(s: np.ndarray, e: np.ndarray, opened: float | None, top: float) -> tuple[np.ndarray, np.ndarray, float | None, float]:
+    """One piece of `_merged`, after the span open at `opened` (None: the first piece) whose
+    running maximum end is `top`: the spans the piece closes, then the open span and its end."""
+    # e becomes the running max of the ends through each row: the same left fold over all rows
+    # as np.maximum.accumulate over the whole column (ties keep the later value).
+    if opened is not None:
+        e[0] = np.maximum(top, e[0])
+    np.maximum.accumulate(e, out=e)
+    # A new span starts where an interval begins after everything before it ended; the running
+    # max just before it is the end of the span it closes.
+    new = np.empty(len(s), dtype=bool)
+    new[0] = opened is None or bool(s[0] > top)
+    np.greater(s[1:], e[:-1], out=new[1:])
+    c = int(np.count_nonzero(new))
+    if c == 0:
+        return np.zeros(0), np.zeros(0), opened, float(e[-1])
+    lead = int(opened is not None)  # the span open before the piece closes in it
+    starts = np.empty(c + lead)  # the spans closed here, then the one left open
+    if opened is not None:
+        starts[0] = opened
+    np.compress(new, s, out=starts[lead:])
+    at_0 = int(opened is not None and bool(new[0]))  # row 0 closes it, at the end before the piece
+    ends = np.empty(c + lead - 1)
+    if at_0:
+        ends[0] = top
+    np.compress(new[1:], e[:-1], out=ends[at_0:])
+    return starts[:-1], ends, float(starts[-1]), float(e[-1])
+
+
+def _collected(n: int, pieces: Iterable[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """The (starts, ends) pieces of at most `n` spans laid end to end: the output is allocated
+    once at `n` and shrunk in place (no second copy of it)."""
     ms = np.empty(n)
     me = np.empty(n)
-    k = 0  # blocks so far
-    top = 0.0  # running maximum of the ends so far
+    k = 0
     for s, e in pieces:
-        m = len(s)
-        if m == 0:
-            continue
-        # run[i] = the running max before row i of the piece: the same left fold over all rows
-        # as np.maximum.accumulate over the whole column.
-        run = np.empty(m + 1)
-        run[0] = e[0] if k == 0 else top
-        run[1:] = e
-        np.maximum.accumulate(run, out=run)
-        # A new block starts where an interval begins after everything before it ended.
-        new = np.greater(s, run[:-1])
-        if k == 0:
-            new[0] = True
-        c = int(np.count_nonzero(new))
-        np.compress(new, s, out=ms[k : k + c])
-        # The running max is non-decreasing, so a block's end is the running max just before the
-        # next block's first row (the first block closes none).
-        closed = run[:-1][new]
-        if k == 0:
-            me[: c - 1] = closed[1:]
-        else:
-            me[k - 1 : k + c - 1] = closed
-        k += c
-        top = float(run[-1])
-    me[k - 1] = top
-    if k < n:  # in place: no second copy of the output
+        ms[k : k + len(s)] = s
+        me[k : k + len(e)] = e
+        k += len(s)
+        del s, e  # not held while the next piece is made
+    if k < n:
         ms.resize(k, refcheck=False)
         me.resize(k, refcheck=False)
     return ms, me

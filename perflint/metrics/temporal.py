@@ -26,7 +26,7 @@ import numpy as np
 from perflint.graph.build import unique_correlation_launch
 from perflint.ids import distinct
 from perflint.memo import once
-from perflint.metrics.span_stream import merged_slices
+from perflint.metrics.intervals import merged_pieces
 from perflint.model import NONE, GpuTable, OpTable, PyFnTable, RuntimeTable, Trace
 
 # HTA's kernel types (hta/utils/utils.py get_kernel_type), applied with re.match (anchored at start).
@@ -232,7 +232,7 @@ def _union(g: GpuTable, rows: np.ndarray, rounded: bool) -> tuple[float, float]:
     lengths = np.empty(int(np.count_nonzero(rows)))  # one span per row at most
     k = 0
     first = last = 0.0
-    for ms, me in merged_slices(g.ts, g.dur, rows, rounded):
+    for ms, me in merged_pieces(g.ts, g.dur, rows, rounded):
         if k == 0:
             first = float(ms[0])
         np.subtract(me, ms, out=lengths[k : k + len(ms)])

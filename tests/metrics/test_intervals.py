@@ -3,12 +3,16 @@ bit for bit, across slice boundaries, on both the in-order and the sorted path."
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
+import perflint.metrics.intervals as intervals
 from perflint.facts.gaps import _gaps_by_run
+from perflint.facts.memcpy import _kernel_spans_meeting, _overlap
 from perflint.facts.steps import window_gaps
-from perflint.metrics.intervals import clip_length, merge, merge_spans
+from perflint.metrics.intervals import clip_length, merge, merge_spans, merged_pieces
 
 
 def _merge_ref(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -82,3 +86,91 @@ def test_gaps_by_run_lays_out_window_gaps(kind: str) -> None:
         assert len(pieces) > 1 or kind == "odd"
         gs, ge = window_gaps(ms, me, lo, hi)
         assert _same((np.concatenate([p[0] for p in pieces]), np.concatenate([p[1] for p in pieces])), (gs, ge))
+
+
+def _small_columns(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Start and duration columns with ties, two sorted runs or none, inverted and NaN rows."""
+    n = int(rng.integers(1, 60))
+    ts = np.round(rng.uniform(0, 30, n), int(rng.integers(0, 3)))
+    order = rng.random()
+    if order < 0.3:
+        ts = np.sort(ts)
+    elif order < 0.6:
+        ts = np.concatenate([np.sort(ts[: n // 2]), np.sort(ts[n // 2 :])])
+    dur = np.round(rng.uniform(0, 3, n), int(rng.integers(0, 3)))
+    if rng.random() < 0.1:
+        dur[rng.integers(0, n)] = -1.5
+    if rng.random() < 0.05:
+        ts[rng.integers(0, n)] = np.nan
+    return ts, dur
+
+
+def _joined(pieces: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    if not pieces:
+        return np.zeros(0), np.zeros(0)
+    return np.concatenate([p[0] for p in pieces]), np.concatenate([p[1] for p in pieces])
+
+
+def _taken(ts: np.ndarray, dur: np.ndarray, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """(ts[rows], ts[rows] + dur[rows]), whole columns (every row when `rows` is None)."""
+    s = ts if rows is None else ts[rows]
+    return s, (dur if rows is None else dur[rows]) + s
+
+
+def _spans_ref(ts: np.ndarray, dur: np.ndarray, rows: np.ndarray | None, rounded: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    s, e = _taken(ts, dur, rows)
+    return _merge_ref(np.ceil(s), np.floor(e)) if rounded else _merge_ref(s, e)
+
+
+@pytest.mark.parametrize("slice_rows", [1, 2, 3, 7, 64])
+def test_merged_pieces_equal_the_whole_merge(slice_rows: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(intervals, "_CHUNK", slice_rows)
+    rng = np.random.default_rng(slice_rows)
+    for _ in range(300):
+        ts, dur = _small_columns(rng)
+        before = ts.copy()
+        n = len(ts)
+        pick = rng.random()
+        rows = None if pick < 0.3 else rng.random(n) < 0.7 if pick < 0.7 else np.sort(rng.permutation(n)[: n // 2])
+        for rounded in (False, True):
+            want = _spans_ref(ts, dur, rows, rounded)
+            assert _same(_joined(list(merged_pieces(ts, dur, rows, rounded))), want)
+            if not rounded:
+                assert _same(merge_spans(ts, dur, rows), want)
+                assert _same(merge(*_taken(ts, dur, rows)), want)
+        assert np.array_equal(ts, before, equal_nan=True)  # the column itself is never rounded
+
+
+@pytest.mark.parametrize("slice_rows", [1, 3, 64])
+def test_kernel_spans_meeting_copies_keep_every_overlap(slice_rows: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(intervals, "_CHUNK", slice_rows)
+    rng = np.random.default_rng(10 + slice_rows)
+    for _ in range(300):
+        ts, dur = _small_columns(rng)
+        kernel = rng.random(len(ts)) < 0.6
+        copy_rows = np.flatnonzero(~kernel)
+        direction = rng.integers(0, 3, len(copy_rows))
+        copies = [_spans_ref(ts, dur, copy_rows[direction == d]) for d in range(3)]
+        ks, ke = _spans_ref(ts, dur, kernel)
+        near_s, near_e = _kernel_spans_meeting(SimpleNamespace(ts=ts, dur=dur), kernel, copies)  # type: ignore[arg-type]
+        assert len(near_s) <= len(ks)
+        for ms, me in copies:
+            want, got = _overlap(ms, me, ks, ke), _overlap(ms, me, near_s, near_e)
+            assert want == got or (np.isnan(want) and np.isnan(got))
+
+
+@pytest.mark.parametrize("slice_rows", [1, 2, 3])
+def test_merged_pieces_keep_signed_zeros_and_nans_across_slices(slice_rows: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ties between -0.0 and 0.0 ends (and NaN rows) at slice boundaries come out as the whole-column
+    fold gives them, bit for bit."""
+    monkeypatch.setattr(intervals, "_CHUNK", slice_rows)
+    rng = np.random.default_rng(20 + slice_rows)
+    for _ in range(300):
+        n = int(rng.integers(1, 12))
+        ts = rng.choice(np.array([-0.0, 0.0, -1.0, 1.0, -0.5, np.nan]), n)
+        dur = rng.choice(np.array([-0.0, 0.0, 1.0, 0.5, -1.0]), n)
+        pick = rng.random()
+        rows = None if pick < 0.3 else rng.random(n) < 0.7 if pick < 0.7 else rng.permutation(n)[: n // 2]
+        for rounded in (False, True):
+            assert _same(_joined(list(merged_pieces(ts, dur, rows, rounded))), _spans_ref(ts, dur, rows, rounded))
+        assert _same(merge_spans(ts, dur, rows), _spans_ref(ts, dur, rows))
