@@ -24,7 +24,7 @@ from perflint.facts.apis import is_kernel_launch, is_launch
 from perflint.facts.steps import busy_intervals, gap_lengths, windows
 from perflint.ids import compress_in_place, rows_of
 from perflint.memo import once
-from perflint.metrics.intervals import merge_spans
+from perflint.metrics.intervals import spans_length
 from perflint.metrics.steps import step_of
 from perflint.model import GPU_SYNC, KERNEL, NONE, Trace
 from perflint.units import fmt_duration
@@ -373,9 +373,7 @@ def _summary_rows(ctx: Context, idx: np.ndarray, gpu_total: float, groups: list[
     busy = gpu_utilization(ctx) if ctx.steps else None
     window = window_span_us(ctx)
     if busy is None and window:
-        ms, me = merge_spans(g.ts, g.dur, kern)
-        busy = 100.0 * float((me - ms).sum()) / window
-        del ms, me
+        busy = 100.0 * spans_length(g.ts, g.dur, kern) / window
     kernel_count = int(kern.sum())
     del kern
     gap_idle, all_idle = _launch_gap_idle(ctx)

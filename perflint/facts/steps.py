@@ -20,7 +20,7 @@ from perflint.facts import Context, Row, enricher, fact
 from perflint.facts._spans import step_windows
 from perflint.ids import compress_in_place, rows_of
 from perflint.memo import once
-from perflint.metrics.intervals import clip_length, merge_spans
+from perflint.metrics.intervals import merge_spans, spans_length
 from perflint.metrics.stats import np_median
 from perflint.metrics.steps import clipped, launch_ts, step_of
 from perflint.model import GPU_SYNC, KERNEL, MEMCPY, MEMSET, Trace
@@ -172,8 +172,7 @@ def _inside(ms: np.ndarray, me: np.ndarray, lo: float, hi: float) -> tuple[int, 
 def _union_in(t: Trace, rows: np.ndarray, lo: float, hi: float) -> float:
     if len(rows) == 0:
         return 0.0
-    ms, me = merge_spans(t.gpu.ts, t.gpu.dur, rows)
-    return clip_length(ms, me, lo, hi)
+    return spans_length(t.gpu.ts, t.gpu.dur, rows, (lo, hi))
 
 
 @fact("steps", key=("step",), fields=FIELDS)

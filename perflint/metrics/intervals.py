@@ -204,6 +204,30 @@ def union_length(starts: np.ndarray, ends: np.ndarray) -> float:
     return float((me - ms).sum())
 
 
+def spans_length(ts: np.ndarray, dur: np.ndarray, rows: np.ndarray | None = None, window: tuple[float, float] | None = None) -> float:
+    """The length of the union of the rows' spans (`rows`: a mask or an index array; every row
+    when None): `float((me - ms).sum())` of `merge_spans(ts, dur, rows)`, or with `window` (lo,
+    hi) `clip_length(ms, me, lo, hi)`, the same floats, from one float per merged span instead of
+    the merged starts and ends."""
+    if window is not None and window[1] <= window[0]:
+        return 0.0
+    n = len(ts) if rows is None else int(np.count_nonzero(rows)) if rows.dtype == np.bool_ else len(rows)
+    v = np.empty(n)  # at most one span per row: the pages past the spans are never touched
+    k = 0
+    for s, e in merged_pieces(ts, dur, rows):
+        if window is None:
+            d = e - s
+        else:
+            lo, hi = window
+            d = np.minimum(e, hi)
+            d -= np.maximum(s, lo)
+            np.clip(d, 0, None, out=d)
+            d[(e <= lo) | (s >= hi)] = 0.0  # outside the window: clip_length's zeros
+        v[k : k + len(d)] = d
+        k += len(d)
+    return float(v[:k].sum()) if k else 0.0
+
+
 _SCRATCH = threading.local()  # per thread (executors run traces in threads): all zeros between calls
 
 

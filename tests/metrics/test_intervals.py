@@ -174,3 +174,20 @@ def test_merged_pieces_keep_signed_zeros_and_nans_across_slices(slice_rows: int,
         for rounded in (False, True):
             assert _same(_joined(list(merged_pieces(ts, dur, rows, rounded))), _spans_ref(ts, dur, rows, rounded))
         assert _same(merge_spans(ts, dur, rows), _spans_ref(ts, dur, rows))
+
+
+@pytest.mark.parametrize("kind", ["sorted", "runs", "shuffled"])
+@pytest.mark.parametrize("seed", range(4))
+def test_spans_length_is_the_merged_length_without_the_spans(monkeypatch: pytest.MonkeyPatch, kind: str, seed: int) -> None:
+    ts, dur = _columns(seed, 97, kind)
+    rows = np.random.default_rng(seed).random(97) < 0.7
+    ms, me = merge_spans(ts, dur, rows)
+    top = float(me[-1])
+    windows = [(-1.0, top + 1), (top / 4, top / 2), (ms[3], me[10]), (top / 2, top / 2), (top + 5, top + 9)]
+    for chunk in (1, 3, 7, 1 << 16):
+        monkeypatch.setattr(intervals, "_CHUNK", chunk)
+        got = intervals.spans_length(ts, dur, rows)
+        assert got.hex() == float((me - ms).sum()).hex()
+        for lo, hi in windows:
+            assert intervals.spans_length(ts, dur, rows, (lo, hi)).hex() == clip_length(ms, me, lo, hi).hex(), (chunk, lo, hi)
+        assert intervals.spans_length(ts, dur, np.flatnonzero(rows), (top / 4, top / 2)).hex() == clip_length(ms, me, top / 4, top / 2).hex()
