@@ -342,29 +342,34 @@ def sums(ids: np.ndarray, weights: np.ndarray, n: int) -> np.ndarray:
     return np.bincount(ids, weights=weights, minlength=n).astype(np.float64, copy=False)
 
 
-def group_medians(values: np.ndarray, counts: np.ndarray) -> list[float | None]:
+def group_medians(values: np.ndarray, counts: np.ndarray, scratch: bool = False) -> list[float | None]:
     """float(np.median(v[~isnan(v)])) of each group of `values` (grouped: consecutive runs of
     `counts`), None for a group without a number. np.median is the mean of the one or two middle
     values, which is that value or (a + b) / 2, except for a zero sum (the sign of a zero depends
     on how the mean adds): those groups ask np.median itself. The middle values are order
-    statistics, found by a partition of the group's own rows (no sort of all rows)."""
+    statistics, found by a partition of the group's own rows (no sort of all rows). `scratch`:
+    `values` is the caller's to reorder, partitioned in place instead of in a copy."""
     bounds = np.concatenate(([0], np.cumsum(np.asarray(counts, dtype=np.int64)))).tolist()
     out: list[float | None] = []
     for a, b in zip(bounds[:-1], bounds[1:]):
         part = values[a:b]
         nan = np.isnan(part)
+        own = scratch
         if nan.any():
-            part = part[~nan]
+            part, own = part[~nan], True
+        del nan
         k = len(part)
         if k == 0:
             out.append(None)
             continue
         mid = k // 2
-        if k % 2:
-            m = float(np.partition(part, mid)[mid])
+        kth = mid if k % 2 else (mid - 1, mid)
+        if own:  # the caller's scratch, or our own copy of its numbers: reordered in place
+            part.partition(kth)
+            p = part
         else:
-            p = np.partition(part, (mid - 1, mid))
-            m = float(p[mid - 1]) + float(p[mid])
+            p = np.partition(part, kth)
+        m = float(p[mid]) if k % 2 else float(p[mid - 1]) + float(p[mid])
         if m == 0.0:
             out.append(float(np_median(part)))
         else:

@@ -246,21 +246,19 @@ def _group_rows(ctx: Context, L: _Launches) -> list[Row]:
             delay = delay[~nan]
         del nan
         dover = delay > DELAY_CUTOFF_US
-        delay_stats = (
-            float(delay.sum()) / len(delay) if len(delay) else None,
-            group_medians(delay, np.array([len(delay)]))[0] if len(delay) else None,
-            float(delay.max()) if len(delay) else None,
-            int(dover.sum()),
-            float((delay[dover] - DELAY_CUTOFF_US).sum()),
-        )  # fmt: skip
-        del delay, dover
+        delay_mean = float(delay.sum()) / len(delay) if len(delay) else None
+        delay_max = float(delay.max()) if len(delay) else None
+        delay_outliers, delay_outlier_us = int(dover.sum()), float((delay[dover] - DELAY_CUTOFF_US).sum())
+        del dover
+        # Last: the median reorders the group's delays (its own gathered copy) in place.
+        delay_p50 = group_medians(delay, np.array([len(delay)]), scratch=True)[0] if len(delay) else None
+        del delay
         dur = rt.dur[idx[pos]]
         first = firsts[gi]
         info = infos[first_info[gi]]
         slow = dur > SLOW_CALL_US
         over = (dur > RUNTIME_CUTOFF_US) & ~slow
         runtime = float(dur.sum())
-        delay_mean, delay_p50, delay_max, delay_outliers, delay_outlier_us = delay_stats
         out.append(
             {
                 "api": t.s(int(rt.name[idx[first]])),

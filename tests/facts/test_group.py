@@ -58,3 +58,19 @@ def test_empty() -> None:
     gid, first = factorize([np.zeros(0, dtype=np.int32)])
     assert len(gid) == 0 and len(first) == 0
     assert len(Groups(np.zeros(0, dtype=np.int32))) == 0
+
+
+def test_group_medians_in_scratch_equal_np_median() -> None:
+    from perflint.facts._group import group_medians
+
+    rng = np.random.default_rng(3)
+    values = np.round(rng.normal(size=60), 1)
+    values[rng.random(60) < 0.1] = np.nan
+    values[:4] = [0.0, -0.0, 0.0, -0.0]  # zero sums: np.median's own sign
+    counts = np.array([4, 7, 0, 12, 1, 36])
+    bounds = np.concatenate(([0], np.cumsum(counts)))
+    expected = [None if np.isnan(v).all() else float(np.median(v[~np.isnan(v)])) for v in np.split(values, bounds[1:-1])]
+    kept = values.copy()
+    assert repr(group_medians(values, counts)) == repr(expected)
+    assert np.array_equal(values, kept, equal_nan=True)  # not scratch: left as it was
+    assert repr(group_medians(values, counts, scratch=True)) == repr(expected)
