@@ -44,7 +44,7 @@ def measure(cmd: list[str], repeat: int) -> tuple[float, float]:
             raise SystemExit(f"failed ({status}): {' '.join(cmd)}")
         if i:  # the first run warms the page cache and is discarded
             walls.append(wall)
-            rss.append(usage.ru_maxrss / 1024)
+            rss.append(usage.ru_maxrss * 1024 / 1e6)  # KiB, as MB of 1e6 bytes like the file size
     return statistics.median(walls), statistics.median(rss)
 
 

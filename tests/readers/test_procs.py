@@ -23,9 +23,9 @@ GLIBC = _glibc()
 # A thread allocates, then glibc prints one block per arena in use ("Arena N:") to stderr.
 _ARENAS = """
 import ctypes, sys, threading
-from perflint.cli import _one_malloc_arena
+from perflint.cli import _tune_malloc
 if sys.argv[1] == "one":
-    assert _one_malloc_arena()
+    assert _tune_malloc()
 keep = []
 t = threading.Thread(target=lambda: keep.extend(bytearray(4096 + i) for i in range(2000)))
 t.start(); t.join()
@@ -45,11 +45,40 @@ def test_console_script_keeps_one_malloc_arena(mode: str) -> None:
         assert len(arenas) >= 2, err
 
 
+# A mapped block freed raises glibc's sliding threshold to its size; then count the mapped blocks
+# after a 20 MiB allocation.
+_MAPPED = """
+import ctypes, sys
+from perflint.cli import _tune_malloc
+if sys.argv[1] == "tuned":
+    assert _tune_malloc()
+class Info(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype = Info
+libc.malloc.restype, libc.malloc.argtypes, libc.free.argtypes = ctypes.c_void_p, [ctypes.c_size_t], [ctypes.c_void_p]
+libc.free(libc.malloc(24 << 20))
+before = libc.mallinfo2().hblks
+block = libc.malloc(20 << 20)
+print(libc.mallinfo2().hblks - before)
+"""
+
+
+@pytest.mark.skipif(not GLIBC, reason="glibc's allocator")
+@pytest.mark.parametrize("mode", ["tuned", "default"])
+def test_console_script_maps_big_blocks_on_their_own(mode: str) -> None:
+    """Freed column-sized temporaries go back to the system instead of staying in the heap."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != "GLIBC_TUNABLES"}
+    out = subprocess.run([sys.executable, "-c", _MAPPED, mode], env=env, capture_output=True, text=True, check=True).stdout
+    # The control: glibc's own threshold has slid to 24 MiB, and the 20 MiB block is a heap block.
+    assert int(out) == (1 if mode == "tuned" else 0), out
+
+
 def test_entry_point_sets_one_arena_before_main(monkeypatch: pytest.MonkeyPatch) -> None:
     import perflint.cli as cli
 
     calls: list[str] = []
-    monkeypatch.setattr(cli, "_one_malloc_arena", lambda: calls.append("arena") or True)
+    monkeypatch.setattr(cli, "_tune_malloc", lambda: calls.append("arena") or True)
     monkeypatch.setattr(cli, "main", lambda: calls.append("main") or 0)
     monkeypatch.setattr(os, "_exit", lambda code: calls.append(f"exit {code}"))
     cli.entry_point()

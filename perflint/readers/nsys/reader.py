@@ -196,6 +196,14 @@ def _runtime_rows(
     return np.flatnonzero(mine & ~other)
 
 
+def _one_value(col: np.ndarray) -> np.ndarray:
+    """A column that holds one value as a read-only broadcast of that value (no memory per row),
+    as the model holds the columns a format does not record; others as they are."""
+    if len(col) == 0 or bool((col != col[0]).any()):
+        return col
+    return np.broadcast_to(col[:1].copy().reshape(()), col.shape)
+
+
 def _blocks_per_sm(kind: np.ndarray, grid: np.ndarray, device: np.ndarray, devs: dict[int, Device]) -> np.ndarray:
     """Kineto's "blocks per SM" of each kernel: its grid's blocks over the device's SM count (NaN
     where that is unknown; memcpy and sync rows have no grid). A slice at a time: no full-size
@@ -266,6 +274,8 @@ def _trace(
     rtt: Callable[[np.ndarray], np.ndarray] = (lambda a: a) if r is None else (lambda a: a[r])
     gpu_cols = {k: gt(gpu[k]) for k in ("kind", "device", "stream", "ts", "dur", "correlation", "grid", "block", "regs", "shmem", "nbytes")}
     gpu_cols["name"] = interned(gt(gpu["name"]))
+    for k in ("device", "stream"):  # usually one GPU and one stream: one value, not a column of it
+        gpu_cols[k] = _one_value(gpu_cols[k])
     rt_cols = {k: rtt(rt[k]) for k in ("ts", "dur", "correlation")}
     rt_cols.update(name=interned(rtt(rt["name"])), thread=rethread(rtt(rt["thread"])))
     op_cols = None
