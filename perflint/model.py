@@ -246,7 +246,7 @@ class Trace:
         if len(g) == 0:
             return next(iter(self.devices.values()), None) if len(self.devices) == 1 else None
         # Kernels per device id, a slice of rows at a time (no compacted copy or sort of the
-        # whole column). Ties go to the lowest id, as np.unique's order and argmax gave.
+        # whole column). Ties go to the lowest id.
         counts: dict[int, int] = {}
         for i in range(0, len(g), _SLICE):
             d = g.device[i : i + _SLICE][g.kind[i : i + _SLICE] == KERNEL]
