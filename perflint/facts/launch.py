@@ -24,7 +24,7 @@ from perflint.facts.apis import is_kernel_launch, is_launch
 from perflint.facts.steps import busy_intervals, gap_lengths, windows
 from perflint.ids import compress_in_place, rows_of
 from perflint.memo import once
-from perflint.metrics.intervals import spans_length
+from perflint.metrics.intervals import extent, merged_length
 from perflint.metrics.steps import step_of
 from perflint.model import GPU_SYNC, KERNEL, NONE, Trace
 from perflint.units import fmt_duration
@@ -48,23 +48,17 @@ def runtime_in_window(ctx: Context, rows: np.ndarray) -> np.ndarray:
     return step_of(ctx.trace, ctx.steps, ctx.trace.runtime.ts[rows]) >= 0
 
 
+@once
 def window_span_us(ctx: Context) -> float | None:
-    """Denominator for 'share of step': step time, else the span of the GPU work analysed."""
+    """Denominator for 'share of step': step time, else the span of the GPU work analysed (once
+    per context: most facts share it)."""
     if ctx.steps:
         return steps_time_us(ctx)
     g = ctx.trace.gpu
-    m = window_mask(ctx)
-    if not m.any():
+    got = extent(g.ts, g.dur, window_mask(ctx))
+    if got is None:
         return None
-    # Max and min are exact in any order: a slice at a time, no compacted copies.
-    hi, lo = -np.inf, np.inf
-    for i in range(0, len(m), _SLICE):
-        s = m[i : i + _SLICE]
-        if s.any():
-            ts = g.ts[i : i + _SLICE][s]
-            hi = max(hi, float((ts + g.dur[i : i + _SLICE][s]).max()))
-            lo = min(lo, float(ts.min()))
-    span = float(np.float64(hi) - np.float64(lo))
+    span = got[1] - got[0]
     return span or None
 
 
@@ -371,7 +365,7 @@ def _summary_rows(ctx: Context, idx: np.ndarray, gpu_total: float, groups: list[
     busy = gpu_utilization(ctx) if ctx.steps else None
     window = window_span_us(ctx)
     if busy is None and window:
-        busy = 100.0 * spans_length(g.ts, g.dur, kern) / window
+        busy = 100.0 * merged_length(g.ts, g.dur, kern)[2] / window
     kernel_count = int(kern.sum())
     del kern
     gap_idle, all_idle = _launch_gap_idle(ctx)

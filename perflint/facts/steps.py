@@ -20,7 +20,7 @@ from perflint.facts import Context, Row, enricher, fact
 from perflint.facts._spans import step_windows
 from perflint.ids import compress_in_place, rows_of
 from perflint.memo import once
-from perflint.metrics.intervals import merge_spans, spans_length
+from perflint.metrics.intervals import extent, merge_spans, merged_length
 from perflint.metrics.stats import np_median
 from perflint.metrics.steps import clipped, launch_ts, step_of
 from perflint.model import GPU_SYNC, KERNEL, MEMCPY, MEMSET, Trace
@@ -106,16 +106,9 @@ def windows(ctx: Context) -> list[Window]:
             hi = max(s.end, float(end[rows].max()) if len(rows) else s.end, lo)
             lo, hi = clipped(t, lo, hi)
             out.append(Window(s.number, lo, hi, s.dur, int(t.ops.thread[s.op]), rows))
-    elif work.any():
-        rows = rows_of(work)  # kept for the whole check: int32, half the bytes
-        del work
-        lo, hi = np.inf, -np.inf
-        for i in range(0, len(rows), _SLICE):  # min and max are exact in any order: no full copies
-            r = rows[i : i + _SLICE]
-            ts = g.ts[r]
-            lo = min(lo, float(ts.min()))
-            hi = max(hi, float((ts + g.dur[r]).max()))
-        out.append(Window(None, lo, hi, hi - lo, -1, rows))
+    elif (got := extent(g.ts, g.dur, work)) is not None:
+        lo, hi = got
+        out.append(Window(None, lo, hi, hi - lo, -1, rows_of(work)))  # kept for the whole check: int32, half the bytes
     return out
 
 
@@ -172,7 +165,7 @@ def _inside(ms: np.ndarray, me: np.ndarray, lo: float, hi: float) -> tuple[int, 
 def _union_in(t: Trace, rows: np.ndarray, lo: float, hi: float) -> float:
     if len(rows) == 0:
         return 0.0
-    return spans_length(t.gpu.ts, t.gpu.dur, rows, (lo, hi))
+    return merged_length(t.gpu.ts, t.gpu.dur, rows, (lo, hi))[2]
 
 
 @fact("steps", key=("step",), fields=FIELDS)

@@ -28,8 +28,12 @@ def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 def merge_spans(ts: np.ndarray, dur: np.ndarray, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """`merge(ts[rows], ts[rows] + dur[rows])` (every row when `rows` is None: an index or mask
     array) without column-sized copies: `merged_pieces` collected into one output."""
-    n = len(ts) if rows is None else int(np.count_nonzero(rows)) if rows.dtype == np.bool_ else len(rows)
-    return _collected(n, merged_pieces(ts, dur, rows))
+    return _collected(_taken(rows, len(ts)), merged_pieces(ts, dur, rows))
+
+
+def _taken(rows: np.ndarray | None, n: int) -> int:
+    """How many rows `rows` takes (a mask or an index array; all `n` when None)."""
+    return n if rows is None else int(np.count_nonzero(rows)) if rows.dtype == np.bool_ else len(rows)
 
 
 def merged_pieces(ts: np.ndarray, dur: np.ndarray, rows: np.ndarray | None = None, rounded: bool = False) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -204,17 +208,22 @@ def union_length(starts: np.ndarray, ends: np.ndarray) -> float:
     return float((me - ms).sum())
 
 
-def spans_length(ts: np.ndarray, dur: np.ndarray, rows: np.ndarray | None = None, window: tuple[float, float] | None = None) -> float:
-    """The length of the union of the rows' spans (`rows`: a mask or an index array; every row
-    when None): `float((me - ms).sum())` of `merge_spans(ts, dur, rows)`, or with `window` (lo,
-    hi) `clip_length(ms, me, lo, hi)`, the same floats, from one float per merged span instead of
-    the merged starts and ends."""
+def merged_length(
+    ts: np.ndarray, dur: np.ndarray, rows: np.ndarray | None = None, window: tuple[float, float] | None = None, rounded: bool = False
+) -> tuple[float, float, float]:
+    """(first start, last end, total length) of the merged spans of the rows (`rows`: a mask or an
+    index array; every row when None; `rounded` as `merged_pieces` takes it), 0.0 each without
+    spans. The length is `float((me - ms).sum())`, or with `window` (lo, hi) `clip_length(ms, me,
+    lo, hi)`: the same floats, from one float per merged span instead of its start and end."""
     if window is not None and window[1] <= window[0]:
-        return 0.0
-    n = len(ts) if rows is None else int(np.count_nonzero(rows)) if rows.dtype == np.bool_ else len(rows)
-    v = np.empty(n)  # at most one span per row: the pages past the spans are never touched
+        return 0.0, 0.0, 0.0
+    v = np.empty(_taken(rows, len(ts)))  # at most one span per row: the pages past the spans are never touched
     k = 0
-    for s, e in merged_pieces(ts, dur, rows):
+    first = last = 0.0
+    for s, e in merged_pieces(ts, dur, rows, rounded):
+        if k == 0:
+            first = float(s[0])
+        last = float(e[-1])
         if window is None:
             d = e - s
         else:
@@ -225,7 +234,27 @@ def spans_length(ts: np.ndarray, dur: np.ndarray, rows: np.ndarray | None = None
             d[(e <= lo) | (s >= hi)] = 0.0  # outside the window: clip_length's zeros
         v[k : k + len(d)] = d
         k += len(d)
-    return float(v[:k].sum()) if k else 0.0
+    return first, last, float(v[:k].sum()) if k else 0.0
+
+
+def extent(ts: np.ndarray, dur: np.ndarray, rows: np.ndarray | None = None, skip_nan: bool = False) -> tuple[float, float] | None:
+    """(ts[rows].min(), (ts[rows] + dur[rows]).max()) (`rows`: a mask or an index array; every row
+    when None), None without rows, a slice at a time: no column-long copy or sum (a min or max is
+    exact in any order). `skip_nan`: np.nanmin and np.nanmax instead, NaN (with their warning)
+    only where every value is."""
+    low, high = (np.fmin, np.fmax) if skip_nan else (np.minimum, np.maximum)
+    firsts: list[float] = []
+    lasts: list[float] = []
+    for at in _indexers(rows, len(ts)):
+        t = ts[at]
+        if len(t):
+            firsts.append(low.reduce(t))
+            lasts.append(high.reduce(t + dur[at]))
+    if not firsts:
+        return None
+    if skip_nan:
+        return float(np.nanmin(firsts)), float(np.nanmax(lasts))
+    return float(np.min(firsts)), float(np.max(lasts))
 
 
 _SCRATCH = threading.local()  # per thread (executors run traces in threads): all zeros between calls

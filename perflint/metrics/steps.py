@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from perflint.memo import once
+from perflint.metrics.intervals import extent
 from perflint.model import NONE, Step, Trace
 
 
@@ -59,31 +60,10 @@ def recorded_span(trace: Trace) -> tuple[float, float] | None:
         (trace.gpu.ts, trace.gpu.dur, None),
         (trace.pyfn.ts, trace.pyfn.dur, None),
     ):
-        extent = _extent(ts, dur, keep)
-        if extent is not None:
-            lo, hi = min(lo, extent[0]), max(hi, extent[1])
+        got = extent(ts, dur, keep, skip_nan=True)
+        if got is not None:
+            lo, hi = min(lo, got[0]), max(hi, got[1])
     return (lo, hi) if hi >= lo else None
-
-
-_SLICE = 1 << 16
-
-
-def _extent(ts: np.ndarray, dur: np.ndarray, keep: np.ndarray | None) -> tuple[float, float] | None:
-    """(np.nanmin(ts), np.nanmax(ts + dur)) over the rows in the mask `keep` (every row when None),
-    None without rows: a slice at a time, with no column-long copy or sum. A min or max is exact in
-    any order; a NaN result (with nanmin's warning) only where every value is NaN."""
-    firsts: list[float] = []
-    lasts: list[float] = []
-    for i in range(0, len(ts), _SLICE):
-        s, d = ts[i : i + _SLICE], dur[i : i + _SLICE]
-        if keep is not None:
-            s, d = s[keep[i : i + _SLICE]], d[keep[i : i + _SLICE]]
-        if len(s):
-            firsts.append(np.fmin.reduce(s))  # NaN only where the whole slice is
-            lasts.append(np.fmax.reduce(s + d))
-    if not firsts:
-        return None
-    return float(np.nanmin(firsts)), float(np.nanmax(lasts))
 
 
 def clipped(trace: Trace, lo: float, hi: float) -> tuple[float, float]:

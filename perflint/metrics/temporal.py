@@ -26,7 +26,7 @@ import numpy as np
 from perflint.graph.build import unique_correlation_launch
 from perflint.ids import distinct
 from perflint.memo import once
-from perflint.metrics.intervals import merged_pieces
+from perflint.metrics.intervals import merged_length
 from perflint.model import NONE, GpuTable, OpTable, PyFnTable, RuntimeTable, Trace
 
 # HTA's kernel types (hta/utils/utils.py get_kernel_type), applied with re.match (anchored at start).
@@ -227,18 +227,9 @@ def _names_in(name: np.ndarray, rows: np.ndarray) -> set[int]:
 def _union(g: GpuTable, rows: np.ndarray, rounded: bool) -> tuple[float, float]:
     """(last end - first start, total length) of the merged spans of the GPU rows in the mask
     `rows` (0.0 for both without rows); on a rounded trace HTA's order: the end from the exact
-    times, then start rounded up and end down. The lengths are summed as one array (numpy's
-    pairwise sum of `(me - ms)`), held alone: no start and end arrays."""
-    lengths = np.empty(int(np.count_nonzero(rows)))  # one span per row at most
-    k = 0
-    first = last = 0.0
-    for ms, me in merged_pieces(g.ts, g.dur, rows, rounded):
-        if k == 0:
-            first = float(ms[0])
-        np.subtract(me, ms, out=lengths[k : k + len(ms)])
-        k += len(ms)
-        last = float(me[-1])
-    return last - first, float(lengths[:k].sum())
+    times, then start rounded up and end down."""
+    first, last, length = merged_length(g.ts, g.dur, rows, rounded=rounded)
+    return last - first, length
 
 
 def temporal_breakdown(trace: Trace) -> dict[str, float | None]:

@@ -178,7 +178,7 @@ def test_merged_pieces_keep_signed_zeros_and_nans_across_slices(slice_rows: int,
 
 @pytest.mark.parametrize("kind", ["sorted", "runs", "shuffled"])
 @pytest.mark.parametrize("seed", range(4))
-def test_spans_length_is_the_merged_length_without_the_spans(monkeypatch: pytest.MonkeyPatch, kind: str, seed: int) -> None:
+def test_merged_length_is_the_merged_spans_length_without_the_spans(monkeypatch: pytest.MonkeyPatch, kind: str, seed: int) -> None:
     ts, dur = _columns(seed, 97, kind)
     rows = np.random.default_rng(seed).random(97) < 0.7
     ms, me = merge_spans(ts, dur, rows)
@@ -186,8 +186,26 @@ def test_spans_length_is_the_merged_length_without_the_spans(monkeypatch: pytest
     windows = [(-1.0, top + 1), (top / 4, top / 2), (ms[3], me[10]), (top / 2, top / 2), (top + 5, top + 9)]
     for chunk in (1, 3, 7, 1 << 16):
         monkeypatch.setattr(intervals, "_CHUNK", chunk)
-        got = intervals.spans_length(ts, dur, rows)
+        assert intervals.merged_length(ts, dur, rows) == (float(ms[0]), float(me[-1]), float((me - ms).sum()))
+        got = intervals.merged_length(ts, dur, rows)[2]
         assert got.hex() == float((me - ms).sum()).hex()
         for lo, hi in windows:
-            assert intervals.spans_length(ts, dur, rows, (lo, hi)).hex() == clip_length(ms, me, lo, hi).hex(), (chunk, lo, hi)
-        assert intervals.spans_length(ts, dur, np.flatnonzero(rows), (top / 4, top / 2)).hex() == clip_length(ms, me, top / 4, top / 2).hex()
+            assert intervals.merged_length(ts, dur, rows, (lo, hi))[2].hex() == clip_length(ms, me, lo, hi).hex(), (chunk, lo, hi)
+        assert intervals.merged_length(ts, dur, np.flatnonzero(rows), (top / 4, top / 2))[2].hex() == clip_length(ms, me, top / 4, top / 2).hex()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_extent_is_the_rows_first_start_and_last_end(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+    ts, dur = _columns(seed, 97, "shuffled")
+    rows = np.random.default_rng(seed).random(97) < 0.6
+    nan_ts = ts.copy()
+    nan_ts[5] = np.nan
+    for chunk in (1, 7, 1 << 16):
+        monkeypatch.setattr(intervals, "_CHUNK", chunk)
+        for sel in (None, rows, np.flatnonzero(rows)):
+            t, d = (ts, dur) if sel is None else (ts[sel], dur[sel])
+            assert intervals.extent(ts, dur, sel) == (float(t.min()), float((t + d).max()))
+        got = intervals.extent(nan_ts, dur)  # a NaN start: the plain min and max are NaN
+        assert got is not None and np.isnan(got[0]) and np.isnan(got[1])
+        assert intervals.extent(nan_ts, dur, skip_nan=True) == (float(np.nanmin(nan_ts)), float(np.nanmax(nan_ts + dur)))
+        assert intervals.extent(ts, dur, np.zeros(97, dtype=bool)) is None
