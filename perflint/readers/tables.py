@@ -116,7 +116,7 @@ _MEMORY: dict[str, tuple[Any, Any]] = {
 _WIDE = {"grid", "block"}  # (n, 3)
 # Ids a format records as 32-bit integers (CUPTI's correlation and stream ids) may stay int32 when a
 # reader hands them over so: every use compares or looks them up, none does arithmetic on them.
-_ID32 = {"correlation", "stream"}
+ID32_COLUMNS = frozenset({"correlation", "stream"})
 # Columns the graph step fills in: the only ones written after a reader is done.
 _FILLED = {"parent", "depth", "source", "fwd_op", "op", "launch"}
 
@@ -140,7 +140,7 @@ def _columns(path: str, what: str, spec: dict[str, tuple[Any, Any]], cols: dict[
                 given = cols[k]
                 if isinstance(given, np.ndarray) and given.dtype.kind in "iu" and np.dtype(dtype).kind == "i":
                     _fits(path, what, k, given, np.iinfo(dtype))
-                keep = k in _ID32 and isinstance(given, np.ndarray) and given.dtype == np.int32
+                keep = k in ID32_COLUMNS and isinstance(given, np.ndarray) and given.dtype == np.int32
                 arr = given if keep else np.asarray(given, dtype=dtype)
             except (TypeError, ValueError, OverflowError):
                 raise InputError(path, f"{what} {k}: values of the wrong type") from None
@@ -205,4 +205,4 @@ def build_trace(
     )
 
 
-__all__ = ["Strings", "Threads", "build_trace", "distinct"]
+__all__ = ["ID32_COLUMNS", "Strings", "Threads", "build_trace", "distinct"]

@@ -17,12 +17,10 @@ from perflint.errors import InputError
 from perflint.model import GPU_SYNC, KERNEL, MEMCPY, MEMSET
 from perflint.readers.nsys import schema as S
 from perflint.readers.nsys.schema import Schema
+from perflint.readers.tables import ID32_COLUMNS
 
 CHUNK = 1 << 16
 NULL = -1
-# CUPTI's correlation and stream ids are unsigned 32-bit: kept as int32 (half the bytes of two of
-# the widest columns) while they fit in it, as int64 from the first value that does not.
-WIDE_IDS = frozenset({"correlation", "stream"})
 _I32 = np.iinfo(np.int32)
 NO_STREAM = 0xFFFFFFFF  # CUPTI's "no stream" (device-wide sync records)
 
@@ -52,7 +50,9 @@ class Sink:
                 arr.resize((grown, *arr.shape[1:]), refcheck=False)
         for name, v in chunk.items():
             col = self.cols[name]
-            if name in WIDE_IDS and col.dtype == np.int32 and len(v) and (v.min() < _I32.min or v.max() > _I32.max):
+            # CUPTI's correlation and stream ids are unsigned 32-bit: int32 (half the bytes) while
+            # they fit in it, int64 from the first value that does not.
+            if name in ID32_COLUMNS and col.dtype == np.int32 and len(v) and (v.min() < _I32.min or v.max() > _I32.max):
                 col = self.cols[name] = col.astype(np.int64)  # 32 bits no longer hold them
             col[self.n : end] = v
         self.n = end
