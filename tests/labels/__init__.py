@@ -6,7 +6,8 @@ A label file:
     trace: shared/<path under ../shared/traces> | fixtures/<path>
     reads: what the raw trace holds, in words
     fire:        every warning or error the check must report, each matched once:
-      - {rule, severity, subject: {field: value, ...}, impact_at_most_us?, why}
+      - {rule, severity, subject: {field: value, ...}, impact_at_most_us?, ranks?, why}
+      (`ranks`: the ranks of a multi-rank file the label holds for; default every rank)
     not_fire:    findings (any severity) that must not appear, e.g. a false positive seen once:
       - {rule, severity?, kernel_contains?, why}
 
@@ -94,12 +95,13 @@ class Verdict:
         return out
 
 
-def match(key: str, labels: dict[str, Any], findings: list[dict[str, Any]]) -> Verdict:
+def match(key: str, labels: dict[str, Any], findings: list[dict[str, Any]], rank: int | None = None) -> Verdict:
     v = Verdict(key)
     gate = [f for f in findings if f["severity"] in GATE]
     free = list(range(len(gate)))
+    fire = [lb for lb in labels.get("fire") or [] if rank is None or "ranks" not in lb or rank in lb["ranks"]]
     # The most specific labels first, so a label without a subject cannot take another's finding.
-    for lb in sorted(labels.get("fire") or [], key=lambda lb: -len(lb.get("subject") or {})):
+    for lb in sorted(fire, key=lambda lb: -len(lb.get("subject") or {})):
         hit = next((i for i in free if gate[i]["code"] == lb["rule"] and gate[i]["severity"] == lb["severity"]
                     and _subject_ok(lb, gate[i])), None)  # fmt: skip
         if hit is None:
@@ -134,7 +136,7 @@ def check_report(report: dict[str, Any]) -> tuple[list[Verdict], list[str]]:
         if k not in labels:
             problems.append(f"{k}: checked, but has no label file")
             continue
-        verdicts.append(match(k, labels[k], t["findings"]))
+        verdicts.append(match(k, labels[k], t["findings"], t.get("rank")))
     for k in sorted(set(labels) - seen):
         problems.append(f"{k}: labelled, but not checked")
     got_skips = {key_of(s["path"]): s["reason"] for s in report.get("skipped", []) if not s["path"].endswith(".md")}

@@ -55,6 +55,9 @@ def test_the_labels_can_fail() -> None:
     assert match("t", labels, forbidden).forbidden
     capped = {"fire": [dict(labels["fire"][0], impact_at_most_us=0.5)]}
     assert match("t", capped, good).too_big
+    one_rank = {"fire": [dict(labels["fire"][0], ranks=[0])]}
+    assert match("t", one_rank, good, rank=0).ok
+    assert match("t", one_rank, good, rank=1).unexpected  # rank 1's finding is not expected there
 
 
 def test_label_files_say_why() -> None:
