@@ -299,7 +299,7 @@ def check(
 
 def _summary_one(trace: Trace, include_edge_steps: bool, timeline: bool) -> dict[str, Any]:
     from perflint.metrics.step_breakdown import step_breakdown
-    from perflint.metrics.summary import add_views, summarize
+    from perflint.trace_summary import add_views, summarize
 
     out = summarize(trace, include_edge_steps=include_edge_steps)
     out["steps"]["breakdown"], why = step_breakdown(trace)
@@ -322,7 +322,7 @@ def run_summary(
     """One outcome per trace whose result is its summary (the `summary --format json` entry);
     `wrap(fn)`: the per-trace function extended (a report that gathers more per trace)."""
     try:
-        from perflint.metrics import summary  # noqa: F401 (imported while the workers decode)
+        from perflint import trace_summary  # noqa: F401 (imported while the workers decode)
 
         fn: Callable[[Trace], Any] = functools.partial(_summary_one, include_edge_steps=include_edge_steps, timeline=timeline)
         return prepared.run(wrap(fn) if wrap is not None else fn)

@@ -1,6 +1,7 @@
 """A compact per-trace snapshot of per-step samples, for baselines and diffs.
 
-Per analysis step: step time, GPU busy %, kernel time per category, kernels and launches,
+Per analysis step (the step model's numbers: perflint.stepmodel): step time (its window), GPU
+busy %, kernel time per category, kernels and launches,
 memcpy bytes, and time/count per kernel group (top-level op x op x shapes x kernel). Groups
 below a small share are folded away so a snapshot stays kilobytes.
 """
@@ -14,14 +15,14 @@ import numpy as np
 from perflint import __version__
 from perflint.baseline.identity import device_identity
 from perflint.facts import Context
-from perflint.facts._common import kernel_op
+from perflint.facts._common import kernel_op, model
 from perflint.facts._optree import op_info
 from perflint.ids import isin_ids
 from perflint.memo import once
-from perflint.metrics.intervals import clip_length, merge
-from perflint.metrics.kernels import CATEGORIES, SYNC_CATEGORY, classify
-from perflint.metrics.steps import launch_ts, step_of
+from perflint.metrics.kernels import CATEGORIES
+from perflint.metrics.steps import launch_ts
 from perflint.model import KERNEL, MEMCPY
+from perflint.stepmodel import step_at
 
 SNAPSHOT_SCHEMA = "perflint-snapshot"
 SNAPSHOT_VERSION = 1
@@ -47,38 +48,27 @@ def current_snapshot(ctx: Context) -> Snapshot:
 def trace_snapshot(ctx: Context) -> Snapshot:
     t = ctx.trace
     g = t.gpu
+    m = model(ctx)
     steps = ctx.steps
     n = len(steps)
-    step_idx = step_of(t, steps, launch_ts(t)) if n else np.full(len(g), -1)
-    cats = classify(t).category
-    kern = g.kind == KERNEL
+    step_idx = step_at(t, m.window, launch_ts(t)) if n else np.full(len(g), -1)
+    usage = m.usage if n else ()
     samples: dict[str, list[float]] = {
-        "step_time_us": [s.dur for s in steps],
-        "gpu_busy_pct": [],
-        "kernels_per_step": [],
+        "step_time_us": [s.us for s in m.steps] if n else [],
+        "gpu_busy_pct": [u.busy_pct or 0.0 for u in usage],
+        "kernels_per_step": [float(u.kernel_count) for u in usage],
         "launches_per_step": [],
         "memcpy_bytes": [],
     }
-    for c in CATEGORIES:
-        samples[f"category.{c}"] = []
+    for ci, c in enumerate(CATEGORIES):
+        samples[f"category.{c}"] = [u.category_us[ci] for u in usage]
     rt_names = {i for i, s in enumerate(t.strings) if "Launch" in s or "launch" in s}
     rt_launch = isin_ids(t.runtime.name, np.fromiter(rt_names, dtype=np.int32)) if rt_names else np.zeros(len(t.runtime), bool)
-    rt_step = step_of(t, steps, t.runtime.ts) if n else np.full(len(t.runtime), -1)
-    for i, s in enumerate(steps):
-        mine = step_idx == i
-        k = mine & kern
-        ends = g.ts[k] + g.dur[k]
-        hi = max(s.end, float(ends.max())) if k.any() else s.end
-        ms, me = merge(g.ts[k], ends)
-        samples["gpu_busy_pct"].append(100.0 * clip_length(ms, me, s.ts, hi) / (hi - s.ts) if hi > s.ts else 0.0)
-        samples["kernels_per_step"].append(float(k.sum()))
+    rt_step = step_at(t, m.window, t.runtime.ts) if n else np.full(len(t.runtime), -1)
+    for i in range(n):
         samples["launches_per_step"].append(float((rt_launch & (rt_step == i)).sum()))
-        mc = mine & (g.kind == MEMCPY)
+        mc = (step_idx == i) & (g.kind == MEMCPY)
         samples["memcpy_bytes"].append(float(np.clip(g.nbytes[mc], 0, None).sum()))
-        work = mine & (cats != SYNC_CATEGORY)
-        per_cat = np.bincount(cats[work].astype(np.int64), weights=g.dur[work], minlength=len(CATEGORIES))
-        for ci, c in enumerate(CATEGORIES):
-            samples[f"category.{c}"].append(float(per_cat[ci]))
     groups = _groups(ctx, step_idx, n)
     mem = t.memory
     cuda = mem.device_type == 1

@@ -13,8 +13,8 @@ from perflint.engine.message import render
 from perflint.engine.rule_core import SEVERITIES, RuleCore
 from perflint.facts import RUN_EMPTY, RUN_SOURCES, SOURCES, Context, Row, load_all, missing, rows
 from perflint.findings import Finding, RuleStatus, TraceResult
-from perflint.metrics.summary import summarize
 from perflint.model import Trace
+from perflint.trace_summary import summarize
 
 
 @dataclass
@@ -195,15 +195,10 @@ def evaluate(
 
 
 def analysed_window_us(ctx: Context) -> float | None:
-    """The time a finding's fix can win at most: the analysis steps' windows, else the span of
-    what the trace recorded."""
-    from perflint.facts._spans import step_windows
-    from perflint.metrics.steps import recorded_span
+    """The time a finding's fix can win at most: the analysis window (the step model's)."""
+    from perflint.facts._common import window_us
 
-    if ctx.steps:
-        return float(sum(hi - lo for lo, hi in step_windows(ctx)))
-    span = recorded_span(ctx.trace)
-    return span[1] - span[0] if span else None
+    return window_us(ctx)
 
 
 def _cap_impacts(found: list[Finding], window: float | None) -> None:

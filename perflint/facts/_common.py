@@ -17,32 +17,50 @@ from perflint.facts._optree import op_infos as op_infos
 from perflint.ids import isin_ids
 from perflint.memo import once
 from perflint.metrics import dtypes
-from perflint.metrics.steps import clipped, launch_ts, step_of
-from perflint.metrics.tb_gpu import gpu_summary
+from perflint.metrics.steps import launch_ts
 from perflint.model import GPU_SYNC, NONE, Device, Trace
+from perflint.stepmodel import StepModel, step_at, step_model
+
+
+def model(ctx: Context) -> StepModel:
+    """The context's trace's step model (its window, steps and GPU use), made once per trace."""
+    return step_model(ctx.trace, ctx.include_edge_steps)
 
 
 @once
 def window_mask(ctx: Context) -> np.ndarray:
     """GPU rows launched inside the analysis steps (all rows when the trace has no steps)."""
     t = ctx.trace
+    m = model(ctx)
     got: np.ndarray = t.gpu.kind != GPU_SYNC
-    if ctx.steps:
-        got = got & (step_of(t, ctx.steps, launch_ts(t)) >= 0)
+    if m.window.has_steps:
+        got = got & (step_at(t, m.window, launch_ts(t)) >= 0)
     return got
 
 
-def steps_time_us(ctx: Context) -> float:
-    """Analysis-step CPU time, each step cut to what the trace recorded."""
-    t = ctx.trace
-    return float(sum(b - a for a, b in (clipped(t, s.ts, s.end) for s in ctx.steps)))
+def in_steps(ctx: Context, when: np.ndarray) -> np.ndarray:
+    """Which of these CPU times fall inside the analysis steps' CPU spans (all without steps)."""
+    m = model(ctx)
+    if not m.window.has_steps:
+        return np.ones(len(when), dtype=bool)
+    got: np.ndarray = step_at(ctx.trace, m.window, when) >= 0
+    return got
 
 
-@once
-def gpu_utilization(ctx: Context) -> float | None:
-    """TensorBoard-plugin GPU utilization (`gpu_summary`), once per context: several sources
-    report it."""
-    return gpu_summary(ctx.trace)["utilization_pct"]
+def runtime_in_window(ctx: Context, rows: np.ndarray) -> np.ndarray:
+    """Which of these runtime calls were made inside the analysis steps (all without steps)."""
+    return in_steps(ctx, ctx.trace.runtime.ts[rows])
+
+
+def window_us(ctx: Context) -> float | None:
+    """The analysed time, the denominator of every 'share of the step': the analysis steps'
+    windows added up (the whole recorded trace without steps); None when it is empty."""
+    return model(ctx).window_us or None
+
+
+def gpu_busy_pct(ctx: Context) -> float | None:
+    """GPU busy % over the analysed steps (the step model's)."""
+    return model(ctx).busy_pct
 
 
 @once

@@ -6,10 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from perflint.facts import Context
-from perflint.memo import once
-from perflint.metrics.intervals import clip_length, merge, reduce_at
-from perflint.metrics.steps import clipped, launch_ts, step_of
-from perflint.model import GPU_SYNC
+from perflint.facts._common import model
+from perflint.metrics.intervals import clip_length, merge
 
 Spans = tuple[np.ndarray, np.ndarray]  # merged, sorted, disjoint (starts, ends)
 
@@ -40,29 +38,7 @@ def overlap(a: Spans, b: Spans, lo: float = -np.inf, hi: float = np.inf, ab: Spa
     return max(0.0, length(a, lo, hi) + length(b, lo, hi) - length(ab, lo, hi))
 
 
-@once
 def step_windows(ctx: Context) -> list[tuple[float, float]]:
-    """The analysis steps as the TensorBoard plugin times them (`update_steps_consider_device_side`):
-    a step ends when the host step ends or when the last GPU work it launched ends, whichever is
-    later, and starts no earlier than the previous step's end. Time shares then stay <= 100% even
-    when the GPU runs far behind the CPU."""
-    t = ctx.trace
-    g = t.gpu
-    every = t.steps
-    work = g.kind != GPU_SYNC
-    owner = step_of(t, every, launch_ts(t))
-    ends = g.ts + g.dur
-    dev_end = np.full(len(every), -np.inf)
-    sel = work & (owner >= 0)
-    if sel.any():
-        reduce_at(np.maximum, dev_end, owner[sel], ends[sel])
-    wanted = {id(s) for s in ctx.steps}
-    out: list[tuple[float, float]] = []
-    prev = every[0].ts if every else 0.0
-    for i, s in enumerate(every):
-        lo = max(prev, s.ts)
-        hi = max(s.end, float(dev_end[i]), lo)
-        prev = hi
-        if id(s) in wanted:
-            out.append(clipped(t, lo, hi))
-    return out
+    """The analysis window's steps as (start, end) pairs (the step model's: perflint.stepmodel;
+    the whole trace is one window without steps)."""
+    return [(s.lo, s.hi) for s in model(ctx).steps]

@@ -64,6 +64,7 @@ TYPES: dict[str, str] = {
     "k": "integer",
     "kernel_align": "integer",
     "kernel_count": "integer",
+    "window_kernels": "integer",
     "launch_count": "integer",
     "layout_conversion": "bool",
     "long_gap_count": "integer",

@@ -103,12 +103,7 @@ def comm_numbers(ctx: Context) -> dict[str, Any]:
     out["compute_us"] = compute_time / n_steps if n_steps else compute_time
     # Shares: device time inside the (device-extended) analysis steps, as the TB plugin clips
     # its roles to steps; without steps the whole trace is one window.
-    if n_steps:
-        wins = step_windows(ctx)
-    elif len(g):
-        wins = [(float(g.ts.min()), float((g.ts + g.dur).max()))]
-    else:
-        wins = []
+    wins = step_windows(ctx)
     lo_all = min((w[0] for w in wins), default=0.0)
     hi_all = max((w[1] for w in wins), default=0.0)
     live = (g.ts < hi_all) & (g.ts + g.dur > lo_all)

@@ -15,11 +15,13 @@ from typing import Any
 import numpy as np
 
 from perflint.facts import Context, Row, fact
+from perflint.facts._common import model
 from perflint.facts._optree import op_arrays, stack_names
-from perflint.facts.steps import GAP_FLOOR_US, busy_intervals, device_work, window_gaps, windows
 from perflint.graph.build import is_step_marker, ops_by_thread_ts
 from perflint.ids import distinct
-from perflint.model import NONE, Trace
+from perflint.model import NONE, OP_CPU, Trace
+from perflint.stepmodel import device_work
+from perflint.stepmodel.usage import GAP_FLOOR_US, window_gaps
 
 FIELDS = {
     "op": "innermost CPU op running on the launching thread when the GPU went idle (null: none)",
@@ -34,6 +36,7 @@ FIELDS = {
     "longest_where": "'step N' or 'whole trace' for the longest gap",
     "gaps_ms": "the five longest gaps, ms",
     "window_ms": "total analysis window (steps, or the whole trace)",
+    "window_kernels": "kernels launched in the analysis window",
 }
 
 
@@ -60,6 +63,29 @@ def _by_thread_ts(thread: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> np.nda
     if len(th) and -(2**15) <= th.min() and th.max() < 2**15:
         th = th.astype(np.int16)  # a small-int key sorts by radix
     return order[np.argsort(th, kind="stable")]
+
+
+def _busiest_op_time(ctx: Context, threads: np.ndarray, lo: np.ndarray, hi: np.ndarray, ask: np.ndarray) -> np.ndarray:
+    """Per asked gap [lo, hi) on its thread: the middle of the longest overlap of a top-level CPU
+    op with the gap (what the thread spent most of the gap in), -1 where none overlaps."""
+    t = ctx.trace
+    ops = t.ops
+    out = np.full(len(lo), -1.0)
+    cpu = ops.kind == OP_CPU
+    outer = np.ones(len(ops), dtype=bool)
+    has = ops.parent != NONE
+    outer[has] = ~cpu[ops.parent[has]]  # under an annotation at most
+    top = np.flatnonzero(cpu & outer)
+    if not ask.any() or not len(top):
+        return out
+    for i in np.flatnonzero(ask & (threads != NONE)).tolist():
+        mine = top[ops.thread[top] == threads[i]]
+        a = np.maximum(ops.ts[mine], lo[i])
+        b = np.minimum(ops.ts[mine] + ops.dur[mine], hi[i])
+        if len(mine) and (b > a).any():
+            k = int(np.argmax(b - a))
+            out[i] = (a[k] + b[k]) / 2
+    return out
 
 
 def _ops_at(ctx: Context, threads: np.ndarray, when: np.ndarray) -> list[int]:
@@ -143,10 +169,11 @@ def _next_work(t: Trace, when: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def gpu_gaps(ctx: Context) -> list[Row]:
     """Device idle gaps >= 1 ms in the analysis window, grouped per CPU op at the gap start."""
     t = ctx.trace
-    ms, me = busy_intervals(ctx)
+    m = model(ctx)
+    ms, me = m.spans.work
     total_window = 0.0
     a_parts, b_parts, his, default_threads, counts, steps = [], [], [], [], [], []
-    for w in windows(ctx):
+    for w in m.steps:
         total_window += w.hi - w.lo
         count = 0
         for gs, ge in _gaps_by_run(ms, me, w.lo, w.hi):
@@ -157,7 +184,7 @@ def gpu_gaps(ctx: Context) -> list[Row]:
         his.append(w.hi)
         default_threads.append(w.thread)
         counts.append(count)
-        steps += [w.step] * count
+        steps += [w.number if m.window.has_steps else None] * count
     if not steps:
         return []
     a_all, b_all = np.concatenate(a_parts), np.concatenate(b_parts)
@@ -175,14 +202,21 @@ def gpu_gaps(ctx: Context) -> list[Row]:
     unknown = thread == NONE
     thread[unknown] = np.repeat(np.asarray(default_threads, dtype=np.int64), counts)[unknown]
     ops_at = _ops_at(ctx, thread, a_all)
-    # Group by the op's stack of names: the same op in every step is one finding.
     sk = op_arrays(ctx).stack_key
+    # A gap that opened under no CPU op (the trace's head, before the first GPU work) is put on the
+    # op the thread spent most of it in: what kept the GPU without work.
+    bare = np.array([c == NONE or not stack_names(ctx, int(sk[c])) for c in ops_at], dtype=bool)
+    when = _busiest_op_time(ctx, thread, a_all, b_all, bare)
+    for i, c in zip(np.flatnonzero(when >= 0).tolist(), _ops_at(ctx, thread[when >= 0], when[when >= 0])):
+        ops_at[i] = c
+    # Group by the op's stack of names: the same op in every step is one finding.
     groups: dict[tuple[str, ...], dict[str, Any]] = {}
     for op, a, b, step in zip(ops_at, a_all.tolist(), b_all.tolist(), steps):
         stack = stack_names(ctx, int(sk[op])) if op != NONE else ()
         grp = groups.setdefault(stack, {"gaps": [], "steps": []})
         grp["gaps"].append(b - a)
         grp["steps"].append(step)
+    kernels = sum(u.kernel_count for u in m.usage)
     out: list[Row] = []
     for stack, grp in groups.items():
         gaps = np.asarray(grp["gaps"])
@@ -201,6 +235,7 @@ def gpu_gaps(ctx: Context) -> list[Row]:
                 "longest_where": "whole trace" if grp["steps"][i] is None else f"step {grp['steps'][i]}",
                 "gaps_ms": [round(x / 1000.0, 1) for x in sorted(gaps.tolist(), reverse=True)[:5]],
                 "window_ms": total_window / 1000.0,
+                "window_kernels": kernels,
             }
         )
     out.sort(key=lambda r: -r["longest_gap_us"])

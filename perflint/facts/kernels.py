@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from perflint.facts import Context, Row, fact
-from perflint.facts._common import kernel_op, kernel_row_dtype, op_infos, primary_device, steps_time_us, window_mask
+from perflint.facts._common import kernel_op, kernel_row_dtype, op_infos, primary_device, window_mask, window_us
 from perflint.facts._group import Groups, dense_ids
-from perflint.facts.launch import window_span_us
 from perflint.ids import rows_of
 from perflint.metrics.kernel_class import classify_kernel
 from perflint.metrics.kernels import CATEGORIES, classify, trace_vendor
@@ -28,7 +27,7 @@ FIELDS = {
     "time_us": "total kernel time",
     "mean_us": "mean kernel time",
     "share_pct": "share of all kernel time",
-    "step_share_pct": "share of total step time",
+    "step_share_pct": "share of the analysis steps' time (null without steps)",
     "grid": "grid dims [x, y, z] of the longest launch",
     "block": "block dims of the longest launch",
     "threads_per_block": "block x*y*z",
@@ -41,7 +40,7 @@ FIELDS = {
     "compute_capability": "major*10+minor for NVIDIA devices",
     "vendor": "nvidia | amd | unknown",
     "steps": "number of analysis steps",
-    "window_share_pct": "share of the analysed time (step time, else the GPU span of the trace)",
+    "window_share_pct": "share of the analysed time (the steps' windows, else the whole trace)",
     "library": "library whose naming convention identified the kernel (cublas, cudnn, cutlass, triton, ...; '' unknown)",
     "helper": "a library helper beside matrix kernels (split-K reduction, workspace initialisation)",
     "layout_conversion": "the kernel converts tensors between NCHW and NHWC (by its function name)",
@@ -82,8 +81,7 @@ def kernel_groups(ctx: Context) -> list[Row]:
     if len(sel) == 0:
         return []
     total = float(g.dur[sel].sum())
-    step_time = steps_time_us(ctx)
-    span = window_span_us(ctx)
+    span = window_us(ctx)
     vendor = trace_vendor(t)
     cls = classify(t)
     dev = primary_device(ctx)
@@ -144,7 +142,7 @@ def kernel_groups(ctx: Context) -> list[Row]:
                 "time_us": time_us,
                 "mean_us": time_us / count,
                 "share_pct": 100.0 * time_us / total if total else 0.0,
-                "step_share_pct": 100.0 * time_us / step_time if step_time else None,
+                "step_share_pct": 100.0 * time_us / span if span and ctx.steps else None,
                 "grid": grid if any(grid) else None,
                 "block": block if any(block) else None,
                 "threads_per_block": _prod(block) if any(block) else None,

@@ -18,15 +18,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from perflint.facts import Context, Row, fact
-from perflint.facts._common import gpu_utilization, op_infos, steps_time_us, window_mask
+from perflint.facts._common import gpu_busy_pct, model, op_infos, runtime_in_window, window_mask, window_us
 from perflint.facts._group import Groups, dense_ids, group_medians, id_table
 from perflint.facts.apis import is_kernel_launch, is_launch
-from perflint.facts.steps import busy_intervals, gap_lengths, windows
 from perflint.ids import compress_in_place, rows_of
 from perflint.memo import once
-from perflint.metrics.intervals import extent, merged_length
-from perflint.metrics.steps import step_of
 from perflint.model import GPU_SYNC, KERNEL, NONE, Trace
+from perflint.stepmodel.usage import gap_lengths
 from perflint.units import fmt_duration
 
 RUNTIME_CUTOFF_US = 50.0  # HTA cuda_kernel_launch_stats runtime_cutoff
@@ -39,27 +37,6 @@ SLOW_CALL_US = 1000.0
 # another cause (data loading, syncs, host work), which other rules name.
 LAUNCH_GAP_US = 1000.0
 _SLICE = 1 << 18  # rows per slice where a column is worked through a slice at a time
-
-
-def runtime_in_window(ctx: Context, rows: np.ndarray) -> np.ndarray:
-    """Which of these runtime calls were made inside the analysis steps (all without steps)."""
-    if not ctx.steps:
-        return np.ones(len(rows), dtype=bool)
-    return step_of(ctx.trace, ctx.steps, ctx.trace.runtime.ts[rows]) >= 0
-
-
-@once
-def window_span_us(ctx: Context) -> float | None:
-    """Denominator for 'share of step': step time, else the span of the GPU work analysed (once
-    per context: most facts share it)."""
-    if ctx.steps:
-        return steps_time_us(ctx)
-    g = ctx.trace.gpu
-    got = extent(g.ts, g.dur, window_mask(ctx))
-    if got is None:
-        return None
-    span = got[1] - got[0]
-    return span or None
 
 
 @dataclass
@@ -184,7 +161,7 @@ GROUP_FIELDS = {
     "delay_cutoff_us": "launch delay outlier cutoff (HTA: 100 us)",
     "delay_outliers": "launches whose delay exceeds delay_cutoff_us",
     "delay_outlier_us": "launch delay above the cutoff, summed",
-    "gpu_busy_pct": "trace-wide TensorBoard-plugin GPU utilization (same for every group)",
+    "gpu_busy_pct": "GPU busy % over the analysis steps (same for every group)",
     "steps": "number of analysis steps",
 }
 
@@ -227,7 +204,7 @@ def _group_rows(ctx: Context, L: _Launches) -> list[Row]:
         del iid
     order, firsts, slices = groups.order, groups.first.tolist(), groups.slices()
     del groups  # its per-call group ids are not read again
-    busy = gpu_utilization(ctx)
+    busy = gpu_busy_pct(ctx)
     out: list[Row] = []
     for gi, sl in enumerate(slices):
         # Each group's values gathered on their own, one at a time, in the order a reorder of
@@ -297,11 +274,11 @@ SUMMARY_FIELDS = {
     "launch_runtime_us": "CPU time spent in launch calls",
     "short_launch_runtime_us": "CPU time of the calls that launched short kernels",
     "launch_to_gpu_ratio": "launch_runtime_us / kernel_time_us",
-    "gpu_busy_pct": "TensorBoard-plugin GPU utilization (merged kernels in steps / step time)",
-    "window_us": "step time (or GPU span without steps)",
+    "gpu_busy_pct": "GPU busy %: merged kernel time / window time over the analysis steps",
+    "window_us": "analysis window: the steps' windows (the whole trace without steps)",
     "idle_us": "window_us x (1 - gpu_busy_pct)",
     "top_launch_ops": "ops with the most kernel-launch CPU time: 'op (api) N calls, X' (calls over 1 ms left out)",
-    "window": "what gpu_busy_pct is a share of: 'the step', or the GPU's active span without steps",
+    "window": "what gpu_busy_pct is a share of: 'the step', or the whole trace without steps",
     "kernel_launch_runtime_us": "CPU time in kernel launch calls (not copies or memsets), calls over 1 ms left out",
     "slow_launch_calls": "kernel launch calls over 1 ms (lazy loading, initialisation, a blocked call), left out above",
     "launch_gap_idle_us": "device idle time in the window in gaps shorter than 1 ms (the scale of per-launch overhead)",
@@ -312,11 +289,15 @@ SUMMARY_FIELDS = {
 
 
 def _launch_gap_idle(ctx: Context) -> tuple[float, float]:
-    """(idle in gaps < LAUNCH_GAP_US, all idle) of the device over the analysis windows."""
-    ms, me = busy_intervals(ctx)
+    """(idle in gaps < LAUNCH_GAP_US, all idle) of the device over the analysis windows. Without
+    steps, between the first and the last GPU work: before and after it (start-up, tear-down)
+    the GPU is not waiting between launches."""
+    m = model(ctx)
+    ms, me = m.spans.work
     short = total = 0.0
-    for w in windows(ctx):
-        gap = gap_lengths(ms, me, w.lo, w.hi)
+    for w in m.steps:
+        lo, hi = (w.lo, w.hi) if m.window.has_steps or not len(ms) else (max(w.lo, ms[0]), min(w.hi, me[-1]))
+        gap = gap_lengths(ms, me, lo, hi)
         total += float(gap.sum())
         short += float(compress_in_place(gap, lambda part: part < LAUNCH_GAP_US).sum())
     return short, total
@@ -360,12 +341,8 @@ def _summary_rows(ctx: Context, idx: np.ndarray, gpu_total: float, groups: list[
     klaunch = float(runtime[api_kernel & ~slow].sum())
     slow_launches = int((api_kernel & slow).sum())
     del runtime, api_kernel, slow
-    # Without steps the plugin's window is the CPU ops' span, start-up included: the share of
-    # the GPU's own active span is what fewer launches can change.
-    busy = gpu_utilization(ctx) if ctx.steps else None
-    window = window_span_us(ctx)
-    if busy is None and window:
-        busy = 100.0 * merged_length(g.ts, g.dur, kern)[2] / window
+    busy = gpu_busy_pct(ctx)
+    window = window_us(ctx)
     kernel_count = int(kern.sum())
     del kern
     gap_idle, all_idle = _launch_gap_idle(ctx)
@@ -394,7 +371,7 @@ def _summary_rows(ctx: Context, idx: np.ndarray, gpu_total: float, groups: list[
             "window_us": window,
             "idle_us": window * (1.0 - busy / 100.0) if window and busy is not None else None,
             "top_launch_ops": [f"{op} ({api}) {int(n)} calls, {fmt_duration(us)}" for (op, api), (n, us) in top if n > 0],
-            "window": "the step" if ctx.steps else "the GPU's active span (no step markers)",
+            "window": "the step" if ctx.steps else "the whole trace (no step markers)",
             "kernel_launch_runtime_us": klaunch,
             "slow_launch_calls": slow_launches,
             "launch_gap_idle_us": gap_idle,

@@ -16,10 +16,9 @@ from typing import Any
 import numpy as np
 
 from perflint.facts import Context, Row, capability, fact, rows
-from perflint.facts._common import kernel_op, op_info, op_infos, window_mask
+from perflint.facts._common import kernel_op, op_info, op_infos, window_mask, window_us
 from perflint.facts._group import Groups, dense_ids, labels, present_ids
 from perflint.facts.apis import is_alloc
-from perflint.facts.launch import window_span_us
 from perflint.graph.build import runtime_source
 from perflint.ids import isin_ids
 from perflint.metrics.intervals import merge_spans, merged_pieces
@@ -80,7 +79,7 @@ def memcpy_groups(ctx: Context) -> list[Row]:
     sel = np.flatnonzero(window_mask(ctx) & (g.kind == MEMCPY))
     if len(sel) == 0:
         return []
-    span = window_span_us(ctx)
+    span = window_us(ctx)
     kop = kernel_op(t, sel)
     kind, kinds = labels(g.name[sel], lambda i: _kind(t.s(i)))
     launch = g.launch[sel]
@@ -202,7 +201,7 @@ def memcpy_share(ctx: Context) -> list[Row]:
     t = ctx.trace
     g = t.gpu
     win = window_mask(ctx)
-    span = window_span_us(ctx)
+    span = window_us(ctx)
     by_dir: dict[str | None, list[Row]] = {}
     for r in rows(ctx, "memcpy_groups"):
         by_dir.setdefault(r["direction"], []).append(r)

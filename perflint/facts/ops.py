@@ -26,14 +26,13 @@ from typing import Any
 import numpy as np
 
 from perflint.facts import Context, Row, fact
-from perflint.facts._common import kernel_op, primary_device, steps_time_us, window_mask
+from perflint.facts._common import in_steps, kernel_op, primary_device, window_mask, window_us
 from perflint.facts._group import Groups, dense_ids, present_ids, sums
 from perflint.facts._optree import depth_is_nesting, op_arrays, op_info, op_levels, propagate
 from perflint.ids import isin_ids
 from perflint.metrics.dtypes import kernel_dtype, op_dtype
 from perflint.metrics.kernels import CAT_INDEX, classify
 from perflint.metrics.shapes import ALIGN, alignment, op_class, op_shape
-from perflint.metrics.steps import step_of
 from perflint.model import KERNEL, NONE, OP_CPU, Trace
 
 FIELDS = {
@@ -189,7 +188,7 @@ def op_groups(ctx: Context) -> list[Row]:
         return []
     target = _targets(ctx, cand)
     leaf_arr = cand[target[cand] == cand]
-    in_window = step_of(t, ctx.steps, ops.ts[leaf_arr]) >= 0 if ctx.steps else np.ones(len(leaf_arr), bool)
+    in_window = in_steps(ctx, ops.ts[leaf_arr])
     win_leaves = leaf_arr[in_window]
 
     # Kernels -> eligible op (forward) or, through the autograd link, the forward op (backward).
@@ -251,7 +250,7 @@ def op_groups(ctx: Context) -> list[Row]:
             kern[int(gk[km][f0])][int(gpu.name[rows_k[km][f0]])] = total
 
     has_gpu = total_kernel > 0
-    denom_cpu = steps_time_us(ctx) if ctx.steps else float(ops.dur[(ops.depth == 0) & (ops.kind == OP_CPU)].sum())
+    denom_cpu = (window_us(ctx) or 0.0) if ctx.steps else float(ops.dur[(ops.depth == 0) & (ops.kind == OP_CPU)].sum())
     dev = primary_device(ctx)
     cc = dev.compute_capability[0] * 10 + dev.compute_capability[1] if dev and dev.compute_capability and dev.vendor == "nvidia" else None
     vendor = dev.vendor if dev else "unknown"

@@ -17,15 +17,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from perflint.facts import Context, Row, capability, fact
+from perflint.facts._common import in_steps, model, runtime_in_window, window_us
 from perflint.facts._group import Groups, id_table, label_table, present_ids
 from perflint.facts._optree import OpInfo, on_chain, op_info, op_infos
 from perflint.facts.apis import is_launch, is_sync_copy, sync_kind
-from perflint.facts.launch import runtime_in_window, window_span_us
 from perflint.facts.memcpy import parse_memcpy
-from perflint.facts.steps import busy_intervals
 from perflint.graph.build import runtime_source
 from perflint.ids import distinct, isin_ids
-from perflint.metrics.steps import step_of
 from perflint.model import MEMCPY, NONE, OP_CPU, Trace
 
 SYNC_OPS = {"aten::item": "item", "aten::_local_scalar_dense": "item"}
@@ -52,12 +50,6 @@ FIELDS = {
     "in_steps": "true when counted inside ProfilerSteps, false when the trace has none",
     "steps": "number of analysis steps",
 }
-
-
-def _op_window(ctx: Context, ts: np.ndarray) -> np.ndarray:
-    if not ctx.steps:
-        return np.ones(len(ts), dtype=bool)
-    return step_of(ctx.trace, ctx.steps, ts) >= 0
 
 
 def _sync_op_flag(ctx: Context, sync_names: list[int]) -> np.ndarray | None:
@@ -168,7 +160,7 @@ def _events(ctx: Context) -> tuple[np.ndarray, _Events]:
     cand = np.zeros(0, dtype=np.int64)
     if sync_ops:
         cand = np.flatnonzero(isin_ids(ops.name, np.asarray(sync_ops, dtype=np.int32)) & (ops.kind == OP_CPU))
-        cand = cand[_op_window(ctx, ops.ts[cand])]
+        cand = cand[in_steps(ctx, ops.ts[cand])]
         # _local_scalar_dense inside aten::item: counted as the item
         cand = cand[~_under(ctx, flag, ops.parent[cand])]
         cand = cand[_runtime_inside(t, cand)]
@@ -398,10 +390,10 @@ def sync_groups(ctx: Context) -> list[Row]:
     of_ops = np.bincount(groups.gid[: ev.n_ops], minlength=len(groups)).tolist()
     rows = rows[groups.order]
     del groups
-    busy = busy_intervals(ctx)
+    busy = model(ctx).spans.work
     out = [_row(ctx, ev, first, rows[sl][:k], rows[sl][k:], busy) for first, sl, k in zip(firsts, slices, of_ops)]
-    del rows  # before window_span_us's temporaries
-    span = window_span_us(ctx)
+    del rows
+    span = window_us(ctx)
     if span:
         for r in out:
             r["share_pct"] = 100.0 * r["blocked_us"] / span

@@ -4,8 +4,7 @@ for run-level (multi-rank) rules; other modules add fields to it with `@enricher
 from __future__ import annotations
 
 from perflint.facts import Context, Row, fact
-from perflint.facts._common import gpu_utilization, steps_time_us, window_mask
-from perflint.metrics.stats import np_median
+from perflint.facts._common import gpu_busy_pct, model, window_mask
 from perflint.metrics.temporal import temporal_breakdown
 from perflint.model import KERNEL
 
@@ -15,11 +14,11 @@ FIELDS = {
     "device": "device name",
     "sm_count": "SMs on the device",
     "steps": "analysis steps (warm-up and last excluded)",
-    "step_median_us": "median analysis-step duration",
-    "steps_time_us": "total analysis-step time",
+    "step_median_us": "median analysis-step duration (its window: CPU start to the end of the GPU work it launched)",
+    "steps_time_us": "total analysis-step time (their windows)",
     "kernel_time_us": "kernel time launched in the analysis steps",
     "kernel_count": "kernels launched in the analysis steps",
-    "gpu_utilization_pct": "TensorBoard-plugin GPU utilization",
+    "gpu_utilization_pct": "GPU busy %: merged kernel time / window time over the analysis steps (the whole trace without steps)",
     "idle_pct": "HTA temporal breakdown idle %",
     "has_steps": "the trace has ProfilerStep markers",
     "recorded_steps": "ProfilerStep markers in the trace (analysis steps leave out the first and last when there are 3 or more)",
@@ -42,7 +41,7 @@ def trace_row(ctx: Context) -> list[Row]:
     g = t.gpu
     kern = window_mask(ctx) & (g.kind == KERNEL)
     dev = t.primary_device
-    durs = [s.dur for s in ctx.steps]
+    m = model(ctx)
     return [
         {
             "path": t.path,
@@ -50,11 +49,11 @@ def trace_row(ctx: Context) -> list[Row]:
             "device": dev.name if dev else None,
             "sm_count": dev.sm_count if dev else None,
             "steps": len(ctx.steps),
-            "step_median_us": float(np_median(durs)) if durs else None,
-            "steps_time_us": steps_time_us(ctx) if durs else None,
+            "step_median_us": m.median_step_us,
+            "steps_time_us": m.window_us if m.window.has_steps else None,
             "kernel_time_us": float(g.dur[kern].sum()),
             "kernel_count": int(kern.sum()),
-            "gpu_utilization_pct": gpu_utilization(ctx),
+            "gpu_utilization_pct": gpu_busy_pct(ctx),
             "idle_pct": temporal_breakdown(t)["idle_pct"],
             "has_steps": bool(t.steps),
             "recorded_steps": len(t.steps),

@@ -148,41 +148,56 @@ def sm_segments(k: _DeviceKernels) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return t[:-1][seg], t[1:][seg], np.minimum(running[:-1][seg], 1.0)
 
 
-def gpu_metrics(trace: Trace, device: int | None = None) -> dict[str, float | None]:
+def gpu_metrics(trace: Trace, device: int | None = None, windows: list[tuple[float, float]] | None = None) -> dict[str, float | None]:
     """Fractions (0..1) for utilization / SM efficiency and percent for occupancy, as the plugin
-    computes them for `device` (default: `kernel_device`)."""
+    computes them for `device` (default: `kernel_device`), over the plugin's window W or over
+    `windows` (disjoint (start, end) pairs, added up)."""
     out: dict[str, float | None] = {"utilization": None, "sm_efficiency": None, "achieved_occupancy": None}
     dev = kernel_device(trace) if device is None else device
-    win = tb_window(trace)
-    if dev is None or win is None or win[1] <= win[0]:
+    if windows is None:
+        win = tb_window(trace)
+        windows = [] if win is None else [win]
+    windows = [(lo, hi) for lo, hi in windows if hi > lo]
+    total = float(sum(hi - lo for lo, hi in windows))
+    if dev is None or total <= 0:
         return out
-    lo, hi = win
     k = _device_kernels(trace, dev)
     ms, me = merge(k.ts, k.end)
-    inside = covered_before(ms, me, np.array([lo, hi]))
-    out["utilization"] = float(inside[1] - inside[0]) / (hi - lo)
+    edges = covered_before(ms, me, np.array([x for w in windows for x in w]))
+    out["utilization"] = float((edges[1::2] - edges[0::2]).sum()) / total
     s, e, v = sm_segments(k)
-    cs, ce = np.maximum(s, lo), np.minimum(e, hi)
-    in_w = ce > cs
-    if in_w.any():
-        out["sm_efficiency"] = float((v[in_w] * (ce[in_w] - cs[in_w])).sum()) / (hi - lo)
     occ_ok = k.occupancy >= 0  # nan compares False; 0 is kept
-    w = np.minimum(k.end, hi) - np.maximum(k.ts, lo)
-    use = occ_ok & (w > 0)
+    sm = 0.0
+    any_in = False
+    weight = np.zeros(len(k.ts))
+    for lo, hi in windows:
+        cs, ce = np.maximum(s, lo), np.minimum(e, hi)
+        in_w = ce > cs
+        any_in = any_in or bool(in_w.any())
+        sm += float((v[in_w] * (ce[in_w] - cs[in_w])).sum())
+        weight += np.clip(np.minimum(k.end, hi) - np.maximum(k.ts, lo), 0.0, None)
+    if any_in:
+        out["sm_efficiency"] = sm / total
+    use = occ_ok & (weight > 0)
     if use.any():
-        out["achieved_occupancy"] = float((k.occupancy[use] * w[use]).sum() / w[use].sum())
+        out["achieved_occupancy"] = float((k.occupancy[use] * weight[use]).sum() / weight[use].sum())
     return out
 
 
-def gpu_summary(trace: Trace) -> dict[str, float | None]:
-    """The `gpu.*` keys of `perflint summary`, in percent. Computed once per trace (the summary
-    and the fact sources both ask); callers get their own copy."""
-    return dict(_gpu_summary(trace))
+def gpu_summary(trace: Trace, windows: list[tuple[float, float]] | None = None) -> dict[str, float | None]:
+    """Utilization, est. SM efficiency and est. achieved occupancy in percent, over `windows`
+    (default: the plugin's own window W, which the result then keeps for the trace)."""
+    if windows is None:
+        return dict(_tensorboard_summary(trace))
+    return _percent(gpu_metrics(trace, windows=windows))
 
 
 @once
-def _gpu_summary(trace: Trace) -> dict[str, float | None]:
-    m = gpu_metrics(trace)
+def _tensorboard_summary(trace: Trace) -> dict[str, float | None]:
+    return _percent(gpu_metrics(trace))
+
+
+def _percent(m: dict[str, float | None]) -> dict[str, float | None]:
     return {
         "utilization_pct": None if m["utilization"] is None else 100.0 * m["utilization"],
         "sm_efficiency_pct": None if m["sm_efficiency"] is None else 100.0 * m["sm_efficiency"],

@@ -123,8 +123,12 @@ def render_summary(t: dict[str, Any]) -> str:
         dev_bits.append(f"sm_{dev['compute_capability'].replace('.', '')}")
     lines.append(f"Device          {', '.join(dev_bits)}")
     st = t["steps"]
-    note = " (first and last excluded)" if st["excluded_edges"] else ""
-    lines.append(f"Steps           {st['count']}{note}, median {_us(st['median_us'])}")
+    window = (t.get("step_model") or {}).get("window") or {}
+    if st["count"] or window.get("kind") != "whole":
+        note = " (first and last excluded)" if st["excluded_edges"] else ""
+        lines.append(f"Steps           {st['count']}{note}, median {_us(st['median_us'])}")
+    else:
+        lines.append(f"Window          {_us(window.get('us'))}: {window.get('source')}")
     g, tp = t["gpu"], t["temporal"]
     lines.append(
         f"GPU             utilization {_pct(g['utilization_pct'])}, est. SM efficiency "

@@ -41,10 +41,15 @@ def test_snapshot_is_kilobytes_and_versioned(tmp_path: Path, capsys) -> None:
     assert t["identity"]["device"] == "Tesla V100-DGXS-32GB"
     assert len(t["samples"]["step_time_us"]) == 4  # 6 ProfilerSteps, warm-up and last dropped
     assert out.stat().st_size < 200_000
-    # The step-time samples are the raw ProfilerStep durations (independent read of the JSON).
+    # The step-time samples are the step windows the summary reports (one definition), each the
+    # raw ProfilerStep span extended to the end of its GPU work (independent read of the JSON).
     raw = json.load(gzip.open(shared_trace(NW0)))["traceEvents"]
     steps = sorted((e["ts"], e["dur"]) for e in raw if str(e.get("name", "")).startswith("ProfilerStep#") and e.get("ph") == "X")
-    assert t["samples"]["step_time_us"] == [float(d) for _, d in steps[1:-1]]
+    assert main(["summary", shared_trace(NW0), "--format", "json"]) == 0
+    summ = json.loads(capsys.readouterr().out)["traces"][0]
+    assert t["samples"]["step_time_us"] == [s["us"] for s in summ["step_model"]["window"]["steps"]]
+    for got, (_, dur) in zip(t["samples"]["step_time_us"], steps[1:-1]):
+        assert 0.95 * dur <= got <= 1.05 * dur
 
 
 def test_improvement_is_not_a_regression_and_reversed_it_is(tmp_path: Path, capsys) -> None:

@@ -12,9 +12,11 @@ import pytest
 from perflint import ids
 from perflint.facts import Context, load_all, rows
 from perflint.facts import launch as launch_facts
-from perflint.facts import steps as step_facts
 from perflint.graph.load import load_trace
 from perflint.readers.nsys import queries
+from perflint.stepmodel import step_model
+from perflint.stepmodel import usage as step_usage
+from perflint.stepmodel import window as step_window
 from tests.conftest import shared_trace
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -64,15 +66,16 @@ def test_gap_lengths_across_slices(monkeypatch: pytest.MonkeyPatch, seed: int) -
     lo, hi = float(rng.random() * top / 3), float(top * (0.7 + rng.random() * 0.5))
     expected = _gap_lengths_whole(ms, me, lo, hi)
     for size in (1, 2, 3, 7, 1 << 18):
-        monkeypatch.setattr(step_facts, "_SLICE", size)
+        monkeypatch.setattr(step_usage, "_SLICE", size)
         monkeypatch.setattr(ids, "_SLICE", max(1, size - 1))
-        got = step_facts.gap_lengths(ms, me, lo, hi)
+        got = step_usage.gap_lengths(ms, me, lo, hi)
         assert got.tolist() == expected.tolist(), size
 
 
 def _launch_rows(path: str) -> tuple[list[dict[str, object]], list[dict[str, object]], list[object]]:
     ctx = Context(load_trace(path))
-    return rows(ctx, "launch_groups"), rows(ctx, "launch_summary"), [(w.lo, w.hi, w.rows.tolist()) for w in step_facts.windows(ctx)]
+    m = step_model(ctx.trace)
+    return rows(ctx, "launch_groups"), rows(ctx, "launch_summary"), [(w.lo, w.hi, u) for w, u in zip(m.steps, m.usage)]
 
 
 @pytest.mark.parametrize("path", GPU_TRACES[:6], ids=lambda p: Path(p).name.split(".")[0])
@@ -81,7 +84,8 @@ def test_launch_facts_and_windows_across_slices(monkeypatch: pytest.MonkeyPatch,
     whole = _launch_rows(path)
     assert whole[0] and whole[1]  # the fixtures launch kernels: something is compared
     monkeypatch.setattr(launch_facts, "_SLICE", 3)
-    monkeypatch.setattr(step_facts, "_SLICE", 5)
+    monkeypatch.setattr(step_usage, "_SLICE", 5)
+    monkeypatch.setattr(step_window, "_SLICE", 5)
     monkeypatch.setattr(ids, "_SLICE", 4)
     sliced = _launch_rows(path)
     assert repr(sliced) == repr(whole)  # repr: nan fields compare equal, floats to the last bit
@@ -92,9 +96,10 @@ def test_launch_facts_and_window_without_steps_across_slices(monkeypatch: pytest
     load_all()
     path = shared_trace("pipit/cloverleaf-nsys/perlmutter-cloverleaf-cuda.sqlite")
     whole = _launch_rows(path)
-    assert whole[0] and len(whole[2]) == 1 and len(whole[2][0][2]) > 1000
+    assert whole[0] and len(whole[2]) == 1 and whole[2][0][2].kernel_count > 1000
     monkeypatch.setattr(launch_facts, "_SLICE", 7)
-    monkeypatch.setattr(step_facts, "_SLICE", 6)
+    monkeypatch.setattr(step_usage, "_SLICE", 6)
+    monkeypatch.setattr(step_window, "_SLICE", 6)
     monkeypatch.setattr(ids, "_SLICE", 5)
     assert repr(_launch_rows(path)) == repr(whole)
 
@@ -129,7 +134,7 @@ def test_primary_device_and_device_work_across_slices(monkeypatch: pytest.Monkey
         work &= device == expected
     for size in (1, 3, 1 << 18):
         monkeypatch.setattr(model, "_SLICE", size)
-        monkeypatch.setattr(step_facts, "_SLICE", size)
+        monkeypatch.setattr(step_window, "_SLICE", size)
         primary = trace.primary_device
         assert primary is not None and primary.id == expected
-        assert step_facts.device_work(trace).tolist() == work.tolist()
+        assert step_window.device_work(trace).tolist() == work.tolist()

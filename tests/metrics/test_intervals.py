@@ -11,8 +11,8 @@ import pytest
 import perflint.metrics.intervals as intervals
 from perflint.facts.gaps import _gaps_by_run
 from perflint.facts.memcpy import _kernel_spans_meeting, _overlap
-from perflint.facts.steps import window_gaps
 from perflint.metrics.intervals import clip_length, merge, merge_spans, merged_pieces
+from perflint.stepmodel.usage import window_gaps
 
 
 def _merge_ref(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

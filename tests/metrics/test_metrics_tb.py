@@ -9,6 +9,7 @@ import pytest
 
 from perflint.graph.load import load_trace
 from perflint.metrics.tb_gpu import gpu_metrics, gpu_summary, gpu_timeline, tb_window
+from perflint.trace_summary import summarize
 from tests.conftest import shared_trace
 
 FIXTURE_IN = "kineto/test/gpu_metrics_input.json"
@@ -70,11 +71,14 @@ PLUGIN_SUMMARY = {
 
 @pytest.mark.parametrize("rel", sorted(PLUGIN_SUMMARY))
 def test_resnet50_gpu_summary(rel: str) -> None:
-    s = gpu_summary(load_trace(shared_trace(rel)))
+    trace = load_trace(shared_trace(rel))
+    s = gpu_summary(trace)
+    compat = summarize(trace)["compat"]["tensorboard"]  # what `perflint summary` shows of the plugin
     got = (s["utilization_pct"], s["sm_efficiency_pct"], s["achieved_occupancy_pct"])
-    for g, want in zip(got, PLUGIN_SUMMARY[rel]):
+    for key, g, want in zip(("utilization_pct", "sm_efficiency_pct", "achieved_occupancy_pct"), got, PLUGIN_SUMMARY[rel]):
         assert g is not None
         assert abs(round(g, 2) - want) <= 0.01 + 1e-9
+        assert compat[key] == round(g, 3)
 
 
 # Modern (cuda_runtime) traces: perflint follows the kineto-repo plugin, which extends steps to the

@@ -17,6 +17,7 @@ import pytest
 from perflint.graph.load import load_trace
 from perflint.metrics.temporal import hta_temporal, temporal_breakdown
 from perflint.model import Trace
+from perflint.trace_summary import summarize
 from tests.builder import TraceBuilder
 from tests.conftest import shared_trace
 
@@ -97,6 +98,7 @@ def _assert_equals_hta(path: str, trace: Trace) -> None:
     tb = hta_temporal(trace)
     assert tb is not None
     pct = temporal_breakdown(trace)
+    assert summarize(trace)["compat"]["hta"] == {k: round(v, 3) if v is not None else None for k, v in pct.items()}
     for col, us, key in COLUMNS:
         assert getattr(tb, us) == float(row[f"{col}(us)"]), (col, getattr(tb, us), float(row[f"{col}(us)"]))
         if key is not None:

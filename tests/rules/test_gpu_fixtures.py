@@ -213,8 +213,21 @@ def _step_spans(raw: list[dict[str, Any]]) -> list[tuple[float, float]]:
 
 
 def _analysis_step_durations(name: str) -> list[float]:
-    """ProfilerStep durations from the raw JSON, first and last left out (perflint's default)."""
-    return [end - start for start, end in _step_spans(_raw(name))[1:-1]]
+    """Step times from the raw JSON, first and last left out (perflint's default): each
+    ProfilerStep's span extended to the end of the GPU work launched in it (by the launch call's
+    correlation id), starting no earlier than the previous step's end."""
+    raw = _raw(name)
+    spans = _step_spans(raw)
+    launch = {e["args"]["correlation"]: e["ts"] for e in raw if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})}
+    gpu_end = [e["ts"] + e["dur"] for e in raw if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    gpu_launch = [launch.get(e["args"].get("correlation")) for e in raw if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    out, prev = [], spans[0][0]
+    for start, end in spans:
+        mine = [g for g, at in zip(gpu_end, gpu_launch) if at is not None and start <= at <= end]
+        lo, hi = max(prev, start), max([end, *mine])
+        out.append(hi - lo)
+        prev = hi
+    return out[1:-1]
 
 
 def test_regression_pair_gates_the_change(tmp_path: Path) -> None:

@@ -78,7 +78,7 @@ def test_straggler_hta_sampled_rank_pair(capsys: pytest.CaptureFixture[str]) -> 
     ev = f["evidence"]
     # equal step times (+0.7%), but rank 1 runs 29% more compute kernel time per step
     assert ev["rank"] == 1 and ev["metric"] == "compute time"
-    assert ev["step_median_us"] == pytest.approx(619271.5) and ev["peer_step_median_us"] == pytest.approx(615120.0)
+    assert ev["step_median_us"] == pytest.approx(617073.5) and ev["peer_step_median_us"] == pytest.approx(612914.0)  # step windows, the last cut to the recorded events
     assert ev["compute_us"] == pytest.approx(135986.5) and ev["peer_compute_us"] == pytest.approx(105160.0)
     assert ev["excess_pct"] == pytest.approx(29.31, abs=0.01)
 

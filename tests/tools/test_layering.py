@@ -22,6 +22,8 @@ LAYER = {
     "readers": 1,
     "graph": 2,
     "metrics": 3,
+    "stepmodel": 3.5,  # the analysis window, GPU use per step, the step graph and its replay
+    "trace_summary": 3.7,  # one trace's headline numbers (perflint summary), read from the step model
     "facts": 4,
     "findings": 4,
     "baseline": 5,  # snapshots and comparisons of what metrics and facts derive
@@ -41,7 +43,7 @@ LAYER = {
 }
 
 
-def _layer(module: str) -> int:
+def _layer(module: str) -> float:
     parts = module.split(".")
     assert parts[0] == "perflint", module
     key = parts[1] if len(parts) > 1 else "__init__"

@@ -12,9 +12,9 @@ from perflint.facts import Context
 from perflint.ids import unique_inverse
 from perflint.metrics.step_breakdown import step_breakdown
 from perflint.metrics.steps import analysis_steps
-from perflint.metrics.summary import summarize
 from perflint.metrics.tb_gpu import utilization_series
 from perflint.model import KERNEL, MEMCPY, MEMSET, NONE, OP_CPU, Trace
+from perflint.trace_summary import summarize
 
 TOP_OPS = 15
 MAX_STEPS = 400  # per-step series beyond this are thinned evenly (the table says so)

@@ -12,12 +12,11 @@ from perflint.metrics.inductor import inductor_view
 from perflint.metrics.kernel_view import kernel_view
 from perflint.metrics.kernels import CATEGORIES, SYNC_CATEGORY, classify
 from perflint.metrics.memory import memory_rows
-from perflint.metrics.stats import np_median
-from perflint.metrics.steps import analysis_steps
 from perflint.metrics.tb_gpu import gpu_summary
 from perflint.metrics.temporal import temporal_breakdown
 from perflint.metrics.tensor_cores import tensor_core_summary
 from perflint.model import KERNEL, MEMCPY, MEMSET, NONE, Trace
+from perflint.stepmodel import StepModel, step_model
 
 TOP_KERNELS = 10
 
@@ -44,15 +43,17 @@ def top_level_ops(trace: Trace, gpu_rows: np.ndarray) -> np.ndarray:
 
 
 def by_category(trace: Trace) -> dict[str, dict[str, float]]:
+    """GPU time per kernel category over the whole trace (the kernel table's, as `perflint
+    kernels` lists it); the analysed steps' own split is the step model's."""
     g = trace.gpu
     cats = classify(trace).category
     work = cats != SYNC_CATEGORY
-    total = float(g.dur[work].sum())
-    sums = np.bincount(cats[work].astype(np.int64), weights=g.dur[work], minlength=len(CATEGORIES))
-    return {
-        c: {"time_us": round(float(sums[i]), 3), "pct": round(100.0 * float(sums[i]) / total, 3) if total else 0.0}
-        for i, c in enumerate(CATEGORIES)
-    }
+    return _split(np.bincount(cats[work].astype(np.int64), weights=g.dur[work], minlength=len(CATEGORIES)).tolist())
+
+
+def _split(sums: list[float]) -> dict[str, dict[str, float]]:
+    total = float(sum(sums))
+    return {c: {"time_us": round(float(sums[i]), 3), "pct": round(100.0 * float(sums[i]) / total, 3) if total else 0.0} for i, c in enumerate(CATEGORIES)}
 
 
 def top_kernels(trace: Trace, limit: int = TOP_KERNELS) -> list[dict[str, Any]]:
@@ -149,12 +150,26 @@ def null_reasons(trace: Trace, out: dict[str, Any]) -> list[str]:
     return [why for key, null, why in reasons if null and key.split(".")[-1] not in said]
 
 
+def window_summary(m: StepModel) -> dict[str, Any]:
+    """The analysis window as `summary --format json` gives it under step_model.window."""
+    w = m.window
+    return {
+        "kind": w.kind,
+        "source": w.source,
+        "start_us": _r(w.start_us),
+        "end_us": _r(w.end_us),
+        "us": _r(w.us),
+        "steps": [{"step": s.number, "start_us": _r(s.lo), "end_us": _r(s.hi), "us": _r(s.us)} for s in w.steps] if w.has_steps else [],
+    }
+
+
 def summarize(trace: Trace, include_edge_steps: bool = False) -> dict[str, Any]:
-    steps = analysis_steps(trace, include_edge_steps)
-    durs = [s.dur for s in steps]
+    m = step_model(trace, include_edge_steps)
     dev = trace.primary_device
-    gpu = gpu_summary(trace)
-    temporal = temporal_breakdown(trace)
+    # The plugin's SM efficiency and occupancy formulas over the model's window; utilization is
+    # the model's busy % (the same formula, one definition).
+    gpu = gpu_summary(trace, [(s.lo, s.hi) for s in m.steps])
+    gpu["utilization_pct"] = m.busy_pct
     warnings = list(trace.warnings)
     out = {
         "path": trace.path,
@@ -166,12 +181,12 @@ def summarize(trace: Trace, include_edge_steps: bool = False) -> dict[str, Any]:
             "compute_capability": dev.cc_str if dev and dev.vendor == "nvidia" else None,
         },
         "steps": {
-            "count": len(steps),
-            "median_us": _r(float(np_median(durs))) if durs else None,
-            "excluded_edges": len(steps) != len(trace.steps),
+            "count": len(m.steps) if m.window.has_steps else 0,
+            "median_us": _r(m.median_step_us),
+            "excluded_edges": m.window.edges_excluded,
         },
         "gpu": {k: _r(v) for k, v in gpu.items()},
-        "temporal": {k: _r(v) for k, v in temporal.items()},
+        "temporal": {k: _r(v) for k, v in m.temporal().items()},
         "kernels": {
             "count": int((trace.gpu.kind == KERNEL).sum()),
             "time_us": round(float(trace.gpu.dur[trace.gpu.kind == KERNEL].sum()), 3),
@@ -181,6 +196,11 @@ def summarize(trace: Trace, include_edge_steps: bool = False) -> dict[str, Any]:
         "memcpy": transfers(trace, MEMCPY),
         "memset": transfers(trace, MEMSET),
         "tensor_cores": tensor_core_summary(trace),
+        "step_model": {"window": window_summary(m), "categories": _split(list(m.category_us().values()))},
+        "compat": {
+            "tensorboard": {k: _r(v) for k, v in gpu_summary(trace).items()},
+            "hta": {k: _r(v) for k, v in temporal_breakdown(trace).items()},
+        },
         "warnings": warnings,
     }
     warnings.extend(null_reasons(trace, out))

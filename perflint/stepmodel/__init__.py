@@ -1,0 +1,100 @@
+"""The step model: one per trace, computed once. It holds the analysis window and its steps, what
+the GPU did in each (busy, idle, copies, time per kernel category), and every number derived from
+those; the summary, the fact sources, snapshots, diffs and reports read it and compute none of it
+on their own."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from perflint.metrics.kernels import CATEGORIES
+from perflint.metrics.stats import np_median
+from perflint.model import Trace
+from perflint.stepmodel.usage import DeviceSpans, StepUsage, device_spans, step_usage
+from perflint.stepmodel.window import StepWindow, Window, analysis_window, device_work, step_at
+
+__all__ = ["DeviceSpans", "StepModel", "StepUsage", "StepWindow", "Window", "device_work", "step_at", "step_model"]
+
+
+@dataclass(frozen=True)
+class StepModel:
+    trace: Trace
+    window: Window
+    spans: DeviceSpans
+    usage: tuple[StepUsage, ...]
+
+    @property
+    def steps(self) -> tuple[StepWindow, ...]:
+        return self.window.steps
+
+    @property
+    def window_us(self) -> float:
+        return self.window.us
+
+    @property
+    def busy_us(self) -> float:
+        return float(sum(u.busy_us for u in self.usage))
+
+    @property
+    def compute_us(self) -> float:
+        return float(sum(u.compute_us for u in self.usage))
+
+    @property
+    def active_us(self) -> float:
+        return float(sum(u.active_us for u in self.usage))
+
+    @property
+    def idle_us(self) -> float:
+        """Window time without any GPU work."""
+        return float(sum(u.idle_us for u in self.usage))
+
+    @property
+    def busy_pct(self) -> float | None:
+        """GPU busy % over the analysed steps together: kernel time (merged) / window time."""
+        win = self.window_us
+        return 100.0 * self.busy_us / win if win > 0 and self.has_gpu else None
+
+    @property
+    def has_gpu(self) -> bool:
+        return bool(len(self.spans.work[0]))
+
+    def temporal(self) -> dict[str, float | None]:
+        """Idle, compute and non-compute (communication and copies that no compute kernel
+        overlaps) as % of the window: they add up to 100."""
+        win = self.window_us
+        if win <= 0 or not self.has_gpu:
+            return {"idle_pct": None, "compute_pct": None, "non_compute_pct": None}
+        return {
+            "idle_pct": 100.0 * self.idle_us / win,
+            "compute_pct": 100.0 * self.compute_us / win,
+            "non_compute_pct": 100.0 * max(0.0, self.active_us - self.compute_us) / win,
+        }
+
+    def step_busy_pcts(self) -> np.ndarray:
+        return np.array([u.busy_pct for u in self.usage if u.busy_pct is not None], dtype=np.float64)
+
+    @property
+    def median_step_us(self) -> float | None:
+        durs = [s.us for s in self.steps]
+        return float(np_median(durs)) if durs and self.window.has_steps else None
+
+    def category_us(self) -> dict[str, float]:
+        """GPU time per kernel category over the analysed steps."""
+        tot = np.zeros(len(CATEGORIES))
+        for u in self.usage:
+            tot += np.asarray(u.category_us)
+        return {c: float(tot[i]) for i, c in enumerate(CATEGORIES)}
+
+
+def step_model(trace: Trace, include_edges: bool = False) -> StepModel:
+    """The trace's step model (its analysis steps with or without the warm-up and last step),
+    made once per trace."""
+    return trace.memo.keyed(_build, trace, include_edges)
+
+
+def _build(trace: Trace, include_edges: bool) -> StepModel:
+    w = analysis_window(trace, include_edges)
+    spans = trace.memo.get(device_spans, trace)
+    return StepModel(trace, w, spans, tuple(step_usage(trace, w, spans)))

@@ -1,0 +1,156 @@
+"""What the GPU did in each analysed step: busy, idle, copy time, gaps, and kernel time per
+category. Every "GPU busy %" perflint reports is `busy_us / window` from here.
+
+Busy is the union of the kernels on the trace's primary device inside the step's window (the
+TensorBoard profiler plugin's GPU Utilization and Nsight Systems' gpu_time_util count kernels, not
+copies); compute leaves communication kernels out; active adds memcpy and memset; idle is the
+window without any GPU work, and gaps are its pieces (as nsys `gpu_gaps` finds them). So busy +
+idle <= 100% of the window, and compute + non-compute + idle = 100%. Kernel counts and time per category are of the GPU work
+each step launched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from perflint.ids import compress_in_place
+from perflint.metrics.intervals import clip_length, merge_spans
+from perflint.metrics.kernels import CATEGORIES, SYNC_CATEGORY, classify
+from perflint.metrics.steps import launch_ts
+from perflint.model import KERNEL, MEMCPY, MEMSET, Trace
+from perflint.stepmodel.window import Window, device_work, step_at
+
+GAP_FLOOR_US = 1000.0  # gaps at least this long are counted
+LONG_GAP_US = 500_000.0  # nsys gpu_gaps default minimum gap (500 ms)
+_SLICE = 1 << 18
+
+Spans = tuple[np.ndarray, np.ndarray]
+
+
+@dataclass(frozen=True)
+class StepUsage:
+    """One analysed step's GPU use (µs)."""
+
+    window_us: float
+    busy_us: float
+    compute_us: float
+    active_us: float
+    memcpy_us: float
+    memset_us: float
+    kernel_count: int
+    kernel_time_us: float
+    longest_gap_us: float
+    gap_count: int
+    long_gap_count: int
+    category_us: tuple[float, ...]  # per CATEGORIES entry: GPU time launched in the step
+
+    @property
+    def idle_us(self) -> float:
+        return max(0.0, self.window_us - self.active_us)
+
+    @property
+    def busy_pct(self) -> float | None:
+        return 100.0 * self.busy_us / self.window_us if self.window_us > 0 else None
+
+    @property
+    def active_pct(self) -> float | None:
+        return 100.0 * self.active_us / self.window_us if self.window_us > 0 else None
+
+
+@dataclass(frozen=True)
+class DeviceSpans:
+    """Merged spans of the primary device's work: kernels, copies, memsets, and all of it."""
+
+    kernels: Spans
+    compute: Spans  # kernels that are not communication
+    memcpy: Spans
+    memset: Spans
+    work: Spans
+
+
+def device_spans(t: Trace) -> DeviceSpans:
+    g = t.gpu
+    work = device_work(t)
+    comm = classify(t).category == CATEGORIES.index("communication")
+    return DeviceSpans(
+        merge_spans(g.ts, g.dur, work & (g.kind == KERNEL)),
+        merge_spans(g.ts, g.dur, work & (g.kind == KERNEL) & ~comm),
+        merge_spans(g.ts, g.dur, work & (g.kind == MEMCPY)),
+        merge_spans(g.ts, g.dur, work & (g.kind == MEMSET)),
+        merge_spans(g.ts, g.dur, work),
+    )
+
+
+def window_gaps(ms: np.ndarray, me: np.ndarray, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+    """Idle (start, end) pairs inside [lo, hi] given sorted disjoint busy spans."""
+    if hi <= lo:
+        return np.zeros(0), np.zeros(0)
+    a = int(np.searchsorted(me, lo, side="right"))
+    b = max(a, int(np.searchsorted(ms, hi, side="left")))
+    gs = np.empty(b - a + 1)
+    gs[0] = lo
+    np.clip(me[a:b], lo, hi, out=gs[1:])
+    ge = np.empty(b - a + 1)
+    np.clip(ms[a:b], lo, hi, out=ge[:-1])
+    ge[-1] = hi
+    keep = ge > gs
+    return gs[keep], ge[keep]
+
+
+def gap_lengths(ms: np.ndarray, me: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """Lengths of the idle pieces of [lo, hi] between sorted disjoint busy spans (positive ones)."""
+    if hi <= lo:
+        return np.zeros(0)
+    a = int(np.searchsorted(me, lo, side="right"))  # first span ending after lo
+    b = max(a, int(np.searchsorted(ms, hi, side="left")))  # spans starting before hi
+    gap = np.empty(b - a + 1)
+    np.clip(ms[a:b], lo, hi, out=gap[:-1])
+    gap[-1] = hi
+    gap[0] -= lo
+    # A slice at a time, the positive gaps kept in the same buffer: no second full-length array.
+    for i in range(0, len(gap), _SLICE):
+        part = gap[i : i + _SLICE]
+        if i:
+            part -= np.clip(me[a + i - 1 : a + i - 1 + len(part)], lo, hi)
+        else:
+            part[1:] -= np.clip(me[a : a + len(part) - 1], lo, hi)
+    return compress_in_place(gap, lambda part: part > 0)
+
+
+def step_usage(t: Trace, w: Window, spans: DeviceSpans) -> list[StepUsage]:
+    g = t.gpu
+    owner = step_at(t, w, launch_ts(t))
+    mine = device_work(t) & (owner >= 0)
+    rows = np.flatnonzero(mine)
+    owner = owner[rows]
+    n = len(w.steps)
+    kern = g.kind[rows] == KERNEL
+    counts = np.bincount(owner[kern], minlength=n)
+    ktime = np.bincount(owner[kern], weights=g.dur[rows][kern], minlength=n)
+    cats = classify(t).category[rows]
+    work = cats != SYNC_CATEGORY
+    nc = len(CATEGORIES)
+    flat = owner[work].astype(np.int64) * nc + cats[work]
+    per_cat = np.bincount(flat, weights=g.dur[rows][work], minlength=n * nc).reshape(n, nc)
+    out: list[StepUsage] = []
+    for i, s in enumerate(w.steps):
+        gaps = gap_lengths(*spans.work, s.lo, s.hi)
+        out.append(
+            StepUsage(
+                window_us=s.us,
+                busy_us=clip_length(*spans.kernels, s.lo, s.hi),
+                compute_us=clip_length(*spans.compute, s.lo, s.hi),
+                active_us=clip_length(*spans.work, s.lo, s.hi),
+                memcpy_us=clip_length(*spans.memcpy, s.lo, s.hi),
+                memset_us=clip_length(*spans.memset, s.lo, s.hi),
+                kernel_count=int(counts[i]),
+                kernel_time_us=float(ktime[i]),
+                longest_gap_us=float(gaps.max()) if len(gaps) else 0.0,
+                gap_count=int((gaps >= GAP_FLOOR_US).sum()),
+                long_gap_count=int((gaps >= LONG_GAP_US).sum()),
+                category_us=tuple(float(x) for x in per_cat[i]),
+            )
+        )
+    return out
