@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from perflint.commands import check
-from perflint.commands.common import add_check_options
+from perflint.commands.common import add_check_options, report_skipped, write_json
 from perflint.errors import UsageError
 
 _WHAT = "record today's findings as accepted (ratchet): later checks with --accepted fail only on new findings"
@@ -33,8 +33,7 @@ def run(args: argparse.Namespace) -> int:
     exists = args.output != "-" and os.path.exists(args.output)
     if exists and not (args.merge or args.force):
         raise UsageError(args.output, "already exists: pass --merge to add to its entries, or --force to replace it")
-    from perflint.commands.baseline_io import accepted_document, load_accepted, write_json
-    from perflint.commands.common import report_skipped
+    from perflint.baseline.accepted import accepted_document, load_accepted
     from perflint.config import load_config
 
     cfg = load_config(args.config)

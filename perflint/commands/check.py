@@ -7,12 +7,6 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from perflint.api import (
-    CheckOptions,
-    _check_one,  # noqa: F401 (the per-trace work, where tests find it)
-    prepare,
-    run_check,
-)
 from perflint.commands.common import (
     REPORT_FILES,
     add_check_options,
@@ -27,13 +21,11 @@ from perflint.errors import UsageError
 from perflint.pipeline import Prepared
 from perflint.report import REPORTERS
 from perflint.report.html import add_html_option, check_panels, write_check
+from perflint.run import CheckOptions, prepare, run_check
 
 if TYPE_CHECKING:
     from perflint.config import Config
     from perflint.findings import RunResult
-
-# The rules and analysis modules are imported by `run_check`, after the trace's read has begun: a
-# big trace decodes in worker processes meanwhile (pipeline.Prepared).
 
 
 def add_parser(sub: Any, name: str) -> None:
@@ -63,7 +55,7 @@ def options_of(args: argparse.Namespace, cfg: Config) -> CheckOptions:
 
 
 def execute(args: argparse.Namespace, cfg: Config, prepared: Prepared | None = None) -> RunResult:
-    """The run's result (perflint.api.run_check); `prepared`: the traces, their read possibly
+    """The run's result (perflint.run.run_check); `prepared`: the traces, their read possibly
     begun (else found here). Traces that failed are reported on stderr."""
     result, outcomes = run_check(
         args.paths, options_of(args, cfg), cfg, prepared, extend=check_panels(args)

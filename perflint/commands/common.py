@@ -7,12 +7,13 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from perflint.errors import UsageError
 from perflint.pipeline import Executor, Outcome, default_jobs
 from perflint.readers.budget import parse_size
 from perflint.report import REPORTERS, ReportOptions
+from perflint.run import skipped_notice
 
 if TYPE_CHECKING:
     from perflint.config import Config
@@ -144,7 +145,20 @@ def executor_of(args: argparse.Namespace) -> Executor:
 def report_skipped(skipped: list[tuple[str, str]]) -> None:
     """One notice line per file a directory scan passed over, on stderr."""
     for path, why in skipped:
-        print(f"perflint: notice: skipped {path}: {why}", file=sys.stderr)
+        print(f"perflint: notice: {skipped_notice(path, why)}", file=sys.stderr)
+
+
+def write_json(path: str, doc: Any) -> None:
+    """A snapshot or accepted-findings document into `path`, or onto stdout for "-"."""
+    from perflint.baseline.files import json_bytes
+
+    data = json_bytes(doc)
+    if path == "-":
+        sys.stdout.write(data.decode())
+        return
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "wb") as fh:
+        fh.write(data)
 
 
 def report_errors(outcomes: list[Outcome], debug: bool) -> bool:

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from perflint.commands.common import add_exclude_option, add_jobs_option, budget_of, exclude_of, jobs_of, positive_int
+from perflint.commands.common import add_exclude_option, add_jobs_option, budget_of, exclude_of, jobs_of, positive_int, report_skipped
 from perflint.report.html import add_html_option, write_diff
 
 # Each command imports what it runs when it runs: `perflint check` starts without these.
@@ -45,15 +45,19 @@ def _alpha(text: str) -> float:
 def run(args: argparse.Namespace) -> int:
     from perflint.baseline.compare import compare
     from perflint.baseline.matching import pair_traces
-    from perflint.commands.baseline_io import load_baseline
     from perflint.report.diff import render_diff_json, render_diff_markdown, render_diff_text
+    from perflint.run import load_baseline
 
     render = {"text": render_diff_text, "markdown": render_diff_markdown, "json": render_diff_json}
     jobs = jobs_of(args)
     exclude = exclude_of(args)
     budget = budget_of(args)
-    base = load_baseline(args.base, args.include_edge_steps, args.input_format, jobs, budget, exclude)
-    cur = load_baseline(args.new, args.include_edge_steps, args.input_format, jobs, budget, exclude)
+    docs = []
+    for path in (args.base, args.new):
+        snap = load_baseline(path, args.include_edge_steps, args.input_format, jobs, budget, exclude)
+        report_skipped(snap.skipped)
+        docs.append(snap.document)
+    base, cur = docs
     out = []
     for b, c in pair_traces(base, cur, args.allow_device_mismatch):
         out.append({"base": b["path"], "current": c["path"], "rank": c.get("rank"), "rows": compare(b, c)})

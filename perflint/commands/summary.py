@@ -6,11 +6,11 @@ import argparse
 import sys
 from typing import Any
 
-from perflint import __version__
-from perflint.api import run_summary
+from perflint._version import __version__
 from perflint.commands.common import add_input_options, budget_of, exclude_of, executor_of, jobs_of, report_errors, report_skipped
 from perflint.pipeline import Prepared
 from perflint.report.html import add_html_option, with_panels, write_summary
+from perflint.run import run_summary
 
 SCHEMA_VERSION = 1
 
