@@ -13,19 +13,18 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from perflint.errors import InputError, PerflintError, UsageError
+from perflint.findings import FailOn
+from perflint.options import CheckOptions, ExecutorKind, PathArg, Selectors
 
 if TYPE_CHECKING:
     from perflint.findings import Finding, RunResult, SkippedFile
     from perflint.model import Trace
     from perflint.pipeline import Outcome
 
-FailOn = Literal["error", "warning", "info", "never"]
-PathArg = str | os.PathLike[str]
 Paths = PathArg | Sequence[PathArg]
-Selectors = str | Sequence[str] | None
 
 
 def path_list(paths: Paths) -> list[str]:
@@ -36,16 +35,6 @@ def path_list(paths: Paths) -> list[str]:
     if not out:
         raise UsageError("paths", "no trace file or directory given")
     return out
-
-
-def _selectors(sel: Selectors, what: str) -> list[str] | None:
-    """Selectors as a list: a string is split on commas, like the command line's."""
-    if sel is None:
-        return None
-    items = sel.split(",") if isinstance(sel, str) else list(sel)
-    if not all(isinstance(s, str) for s in items):
-        raise UsageError(what, "selectors must be strings (rule codes, prefixes, names or groups)")
-    return [s.strip() for s in items if s.strip()]
 
 
 def outcome_error(o: Outcome) -> InputError:
@@ -133,38 +122,39 @@ class CheckResult:
 def check(
     paths: Paths,
     *,
+    config: PathArg | None = None,
     select: Selectors = None,
     ignore: Selectors = None,
+    extend_select: Selectors = None,
+    rule_dirs: Sequence[PathArg] = (),
     fail_on: FailOn | None = None,
-    config: PathArg | None = None,
     baseline: PathArg | None = None,
+    allow_device_mismatch: bool = False,
     accepted: PathArg | None = None,
+    input_format: str | None = None,
+    include_edge_steps: bool = False,
+    exclude: Sequence[str] = (),
+    jobs: int | None = None,
+    memory_budget: int | str | None = None,
+    executor: ExecutorKind = "process",
+    scheduler: str | None = None,
+    timeout: float = 10.0,
 ) -> CheckResult:
     """Lint traces with the rules, as `perflint check` does.
 
-    `paths`: trace files or directories (one path or a list). `select` / `ignore`: rule
-    selectors (codes, prefixes such as "TC", names, groups), a list or a comma-separated string.
-    `fail_on`: the gate's severity floor; None takes the config's, else "error". `config`: a
-    config file; None finds .perflint.yaml / pyproject.toml from the working directory, as the CLI
-    does. `baseline`: a snapshot or traces to compare with (REG rules run). `accepted`: accepted
-    findings (`perflint accept`): only new ones fail.
+    `paths`: trace files or directories (one path or a list). The keyword arguments are the
+    options of `perflint check` (perflint.options.CheckOptions; docs/api.md lists them): rule
+    selectors are a list or a comma-separated string, paths a `str` or `os.PathLike`, and
+    `None` or the default leaves an option to the config and perflint's defaults, as on the
+    command line.
 
     Raises PerflintError (ConfigError, UsageError, InputError) for what stops the whole run; a
     trace that cannot be read is listed in `errors` and makes `exit_code` 2."""
-    from perflint.config import load_config
-    from perflint.run import CheckOptions, run_check
+    given = dict(locals())
+    from perflint.run import run_check
 
-    files = path_list(paths)
-    cfg = load_config(None if config is None else os.fspath(config))
-    opts = CheckOptions(
-        select=_selectors(select, "select"),
-        ignore=_selectors(ignore, "ignore"),
-        fail_on=fail_on,
-        baseline=None if baseline is None else os.fspath(baseline),
-        accepted=None if accepted is None else os.fspath(accepted),
-        exclude=list(cfg.exclude),
-    )
-    run, outcomes = run_check(files, opts, cfg)
+    opts = CheckOptions(**{name: value for name, value in given.items() if name != "paths"})
+    run, outcomes = run_check(path_list(paths), opts)
     return CheckResult(run=run, errors=[outcome_error(o) for o in outcomes if o.error])
 
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from perflint.errors import InputError, UsageError
+from perflint.errors import InputError
+from perflint.options import CheckOptions, budget, check_choices, path_or_none, selectors
 
 if TYPE_CHECKING:
     from perflint.config import Config
@@ -26,35 +27,29 @@ if TYPE_CHECKING:
     from perflint.model import Trace
     from perflint.pipeline import Executor, Outcome, Prepared
 
-FAIL_ON: tuple[str, ...] = ("error", "warning", "info", "never")
-
-
-@dataclass(frozen=True)
-class CheckOptions:
-    """What a check run takes besides the traces and the config; the CLI fills it from its
-    options, `perflint.check()` from its arguments."""
-
-    select: list[str] | None = None
-    ignore: list[str] | None = None
-    extend_select: list[str] | None = None
-    rule_dirs: list[str] = field(default_factory=list)
-    fail_on: str | None = None  # None: the config's, else "error"
-    baseline: str | None = None
-    accepted: str | None = None
-    allow_device_mismatch: bool = False
-    include_edge_steps: bool = False
-    input_format: str | None = None
-    jobs: int | None = None  # None: all cores
-    executor: Executor | None = None
-    memory_budget: int | None = None
-    exclude: list[str] = field(default_factory=list)  # with the config's `exclude` already added
-
 
 def jobs_or_all(jobs: int | None) -> int:
     """`jobs` worker processes, or one per core when not given."""
     from perflint.pipeline import default_jobs
 
     return jobs if jobs and jobs > 0 else default_jobs()
+
+
+def executor_of(opts: CheckOptions, debug: bool = False) -> Executor:
+    """Where per-trace work runs; `debug` keeps dask's own log lines."""
+    from perflint.pipeline import Executor
+
+    check_choices(opts)
+    return Executor(opts.executor, opts.scheduler, opts.timeout, debug)
+
+
+def _excluded(opts: CheckOptions, cfg: Config | None) -> list[str]:
+    """The option's globs, then the config's."""
+    return [*opts.exclude, *(cfg.exclude if cfg is not None else [])]
+
+
+def _edge_steps(opts: CheckOptions, cfg: Config | None) -> bool:
+    return bool(opts.include_edge_steps or (cfg is not None and cfg.include_edge_steps))
 
 
 def check_one(
@@ -84,11 +79,11 @@ def check_one(
     return result
 
 
-def prepare(paths: list[str], opts: CheckOptions) -> Prepared:
-    """The traces found and their reads begun (see pipeline.Prepared)."""
+def prepare(paths: list[str], opts: CheckOptions, cfg: Config | None = None, debug: bool = False) -> Prepared:
+    """The traces found (the config's excludes too) and their reads begun (see pipeline.Prepared)."""
     from perflint.pipeline import Prepared
 
-    return Prepared(paths, opts.input_format, jobs_or_all(opts.jobs), opts.executor, opts.memory_budget, opts.exclude)
+    return Prepared(paths, opts.input_format, jobs_or_all(opts.jobs), executor_of(opts, debug), budget(opts.memory_budget), _excluded(opts, cfg))
 
 
 @dataclass
@@ -101,21 +96,12 @@ class SnapshotRun:
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
-def run_snapshot(
-    paths: list[str],
-    include_edge_steps: bool,
-    fmt: str | None,
-    jobs: int,
-    memory_budget: int | None = None,
-    exclude: list[str] | tuple[str, ...] = (),
-    executor: Executor | None = None,
-) -> SnapshotRun:
-    """The snapshot of the traces under `paths`."""
+def run_snapshot(paths: list[str], opts: CheckOptions, cfg: Config | None = None, debug: bool = False) -> SnapshotRun:
+    """The snapshot of the traces under `paths`, read as `opts` and `cfg` say."""
     from perflint.baseline.snapshot import snapshot_document, snapshot_of
-    from perflint.pipeline import Prepared
 
-    fn = functools.partial(snapshot_of, include_edge_steps=include_edge_steps)
-    prepared = Prepared(paths, fmt, jobs, executor, memory_budget, exclude)
+    prepared = prepare(paths, opts, cfg, debug)
+    fn = functools.partial(snapshot_of, include_edge_steps=_edge_steps(opts, cfg))
     try:
         outcomes = prepared.run(fn)
     finally:
@@ -124,23 +110,17 @@ def run_snapshot(
     return SnapshotRun(snapshot_document(snaps), [o.error for o in outcomes if o.error], list(prepared.skipped))
 
 
-def load_baseline(
-    path: str,
-    include_edge_steps: bool,
-    fmt: str | None,
-    jobs: int,
-    memory_budget: int | None = None,
-    exclude: list[str] | tuple[str, ...] = (),
-) -> SnapshotRun:
-    """A snapshot file, or a trace / directory of traces snapshotted on the fly; a trace that
-    cannot be read makes the whole baseline unusable (InputError)."""
+def load_baseline(path: str, opts: CheckOptions, cfg: Config | None = None) -> SnapshotRun:
+    """A snapshot file, or a trace / directory of traces snapshotted on the fly (in local worker
+    processes, whatever executor the run's own traces use); a trace that cannot be read makes
+    the whole baseline unusable (InputError)."""
     from perflint.baseline.files import is_snapshot_file, read_snapshot
 
     if is_snapshot_file(path):
         return SnapshotRun(read_snapshot(path))
     if not os.path.exists(path):
         raise InputError(path, "baseline not found")
-    snap = run_snapshot([path], include_edge_steps, fmt, jobs, memory_budget, exclude)
+    snap = run_snapshot([path], replace(opts, executor="process", scheduler=None), cfg)
     if snap.errors:
         raise InputError(path, f"cannot use as baseline: {snap.errors[0]}")
     return snap
@@ -154,43 +134,44 @@ def skipped_notice(path: str, why: str) -> str:
 def run_check(
     paths: list[str],
     opts: CheckOptions,
-    cfg: Config,
+    cfg: Config | None = None,
     prepared: Prepared | None = None,
     extend: Callable[[Context, TraceResult], None] | None = None,
 ) -> tuple[RunResult, list[Outcome]]:
-    """The run's result and the per-trace outcomes (their errors, with tracebacks for --debug);
-    `prepared`: the traces, their read possibly begun (else found here); `extend(ctx, result)`:
-    adds to each trace's result (a report that gathers more per trace; picklable)."""
+    """The run's result and the per-trace outcomes (their errors, with tracebacks for --debug).
+    `cfg`: the config (else read as `opts.config` says); `prepared`: the traces, their read
+    possibly begun (else found here); `extend(ctx, result)`: adds to each trace's result (a
+    report that gathers more per trace; picklable)."""
     from perflint.baseline.accepted import apply_accepted, load_accepted
+    from perflint.config import load_config
     from perflint.engine.loader import load_rules
     from perflint.engine.run import check_run
     from perflint.findings import RunResult, SkippedFile
     from perflint.selection import apply_suppressions, select_rules
 
-    if opts.fail_on is not None and opts.fail_on not in FAIL_ON:
-        raise UsageError("fail_on", f"must be one of {', '.join(FAIL_ON)}, not {opts.fail_on!r}")
-    rules = load_rules(cfg.rule_dirs + list(opts.rule_dirs))
-    active = select_rules(rules, cfg, opts.select, opts.ignore, opts.extend_select)
-    include_edges = bool(opts.include_edge_steps or cfg.include_edge_steps)
-    # Both files are read before any trace, so a bad one fails fast.
-    accepted = load_accepted(opts.accepted) if opts.accepted else None
-    jobs = jobs_or_all(opts.jobs)
-    baseline = (
-        load_baseline(opts.baseline, include_edges, opts.input_format, jobs, opts.memory_budget, opts.exclude)
-        if opts.baseline
-        else None
+    check_choices(opts)
+    if cfg is None:
+        cfg = load_config(path_or_none(opts.config))
+    rules = load_rules(cfg.rule_dirs + [os.fspath(d) for d in opts.rule_dirs])
+    active = select_rules(
+        rules, cfg, selectors(opts.select, "select"), selectors(opts.ignore, "ignore"), selectors(opts.extend_select, "extend_select")
     )
+    # Both files are read before any trace, so a bad one fails fast.
+    accepted_path = path_or_none(opts.accepted)
+    accepted = load_accepted(accepted_path) if accepted_path else None
+    baseline_path = path_or_none(opts.baseline)
+    baseline = load_baseline(baseline_path, opts, cfg) if baseline_path else None
     fn: Callable[[Trace], Any] = functools.partial(
         check_one,
         active=active,
-        include_edge_steps=include_edges,
+        include_edge_steps=_edge_steps(opts, cfg),
         baseline=None if baseline is None else baseline.document,
         allow_mismatch=opts.allow_device_mismatch,
         roots=tuple(paths),
         extend=extend,
     )
     if prepared is None:
-        prepared = prepare(paths, opts)
+        prepared = prepare(paths, opts, cfg)
     try:
         outcomes = prepared.run(fn)
     finally:
@@ -210,8 +191,8 @@ def run_check(
         result.notices.extend(skipped_notice(p, why) for p, why in baseline.skipped)
     by_code = {ar.code: ar.rule for ar in active}
     result.notices.extend(apply_suppressions(result.all_findings(), by_code, cfg))
-    if accepted is not None and opts.accepted:
-        apply_accepted(result, accepted, opts.accepted)
+    if accepted is not None and accepted_path:
+        apply_accepted(result, accepted, accepted_path)
     return result, outcomes
 
 

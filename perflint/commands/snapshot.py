@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from perflint.commands.common import add_input_options, budget_of, exclude_of, executor_of, jobs_of, report_skipped, write_json
+from perflint.commands.common import add_input_options, options_of, report_skipped, write_json
 
 
 def add_parser(sub: Any, name: str) -> None:
@@ -18,9 +18,7 @@ def add_parser(sub: Any, name: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from perflint.run import run_snapshot
 
-    snap = run_snapshot(
-        args.paths, args.include_edge_steps, args.input_format, jobs_of(args), budget_of(args), exclude_of(args), executor_of(args)
-    )
+    snap = run_snapshot(args.paths, options_of(args), debug=args.debug)
     report_skipped(snap.skipped)
     for e in snap.errors:
         print(f"perflint: error: {e}", file=sys.stderr)

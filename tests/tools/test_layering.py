@@ -40,6 +40,7 @@ LAYER = {
     "pipeline": 8,
     "config": 8,
     "selection": 8,
+    "options": 8,  # what a check run takes, declared once
     "run": 9,  # the check, summary and snapshot runs the CLI and the API share
     "commands": 10,
     "api": 10,
