@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from perflint._version import __version__
 from perflint.errors import InputError, PerflintError
-
-__version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from perflint.api import CheckResult, check, kernels, load, ops, summary  # noqa: F401 (lazy re-exports, see __getattr__)

@@ -1,6 +1,6 @@
 """perflint's Python API: `check`, `summary`, `kernels`, `ops` and `load`, for test suites and
-notebooks. The `check` and `summary` commands run the same functions (`run_check`,
-`run_summary`): the CLI only adds argument parsing and printing.
+notebooks. The `check` and `summary` commands run the same runs (perflint.run): the CLI adds
+argument parsing and printing, the API keyword arguments and `CheckResult`.
 
 Errors: a problem that stops the whole run (config, rule selector, baseline or accepted-findings
 file, an argument) raises a `PerflintError`; in `check` a trace that cannot be read is reported in
@@ -10,48 +10,21 @@ functions that return one trace's data (`summary`, `kernels`, `ops`, `load`) rai
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from perflint.errors import InputError, PerflintError, UsageError
+from perflint.findings import FailOn
+from perflint.options import CheckOptions, ExecutorKind, PathArg, Selectors
 
 if TYPE_CHECKING:
-    from perflint.config import Config
-    from perflint.engine.run import ActiveRule
-    from perflint.facts import Context
-    from perflint.findings import Finding, RunResult, SkippedFile, TraceResult
+    from perflint.findings import Finding, RunResult, SkippedFile
     from perflint.model import Trace
-    from perflint.pipeline import Executor, Outcome, Prepared
+    from perflint.pipeline import Outcome
 
-FailOn = Literal["error", "warning", "info", "never"]
-FAIL_ON: tuple[str, ...] = ("error", "warning", "info", "never")
-PathArg = str | os.PathLike[str]
 Paths = PathArg | Sequence[PathArg]
-Selectors = str | Sequence[str] | None
-
-
-@dataclass(frozen=True)
-class CheckOptions:
-    """What a check run takes besides the traces and the config; the CLI fills it from its
-    options, `check()` from its arguments."""
-
-    select: list[str] | None = None
-    ignore: list[str] | None = None
-    extend_select: list[str] | None = None
-    rule_dirs: list[str] = field(default_factory=list)
-    fail_on: str | None = None  # None: the config's, else "error"
-    baseline: str | None = None
-    accepted: str | None = None
-    allow_device_mismatch: bool = False
-    include_edge_steps: bool = False
-    input_format: str | None = None
-    jobs: int | None = None  # None: all cores
-    executor: Executor | None = None
-    memory_budget: int | None = None
-    exclude: list[str] = field(default_factory=list)  # with the config's `exclude` already added
 
 
 def path_list(paths: Paths) -> list[str]:
@@ -62,120 +35,6 @@ def path_list(paths: Paths) -> list[str]:
     if not out:
         raise UsageError("paths", "no trace file or directory given")
     return out
-
-
-def _selectors(sel: Selectors, what: str) -> list[str] | None:
-    """Selectors as a list: a string is split on commas, like the command line's."""
-    if sel is None:
-        return None
-    items = sel.split(",") if isinstance(sel, str) else list(sel)
-    if not all(isinstance(s, str) for s in items):
-        raise UsageError(what, "selectors must be strings (rule codes, prefixes, names or groups)")
-    return [s.strip() for s in items if s.strip()]
-
-
-def _jobs(jobs: int | None) -> int:
-    from perflint.pipeline import default_jobs
-
-    return jobs if jobs and jobs > 0 else default_jobs()
-
-
-def _check_one(
-    trace: Trace,
-    active: list[ActiveRule],
-    include_edge_steps: bool,
-    baseline: dict[str, Any] | None = None,
-    allow_mismatch: bool = False,
-    roots: tuple[str, ...] = (),
-    extend: Callable[[Context, TraceResult], None] | None = None,
-) -> TraceResult:
-    """The rules over one trace, in its context: the run's options and the trace's entry of the
-    baseline; `extend(ctx, result)` adds to the result."""
-    from perflint.baseline.identity import trace_role
-    from perflint.engine.run import check_trace
-    from perflint.facts import Context
-
-    against = None
-    if baseline is not None:
-        from perflint.baseline.trace_baseline import trace_baseline
-
-        against = trace_baseline(baseline, trace, allow_mismatch)
-    ctx = Context(trace, include_edge_steps, against)
-    result = check_trace(ctx, active, trace_role(trace.path, roots))
-    if extend is not None:
-        extend(ctx, result)
-    return result
-
-
-def prepare(paths: list[str], opts: CheckOptions) -> Prepared:
-    """The traces found and their reads begun (see pipeline.Prepared)."""
-    from perflint.pipeline import Prepared
-
-    return Prepared(paths, opts.input_format, _jobs(opts.jobs), opts.executor, opts.memory_budget, opts.exclude)
-
-
-def run_check(
-    paths: list[str],
-    opts: CheckOptions,
-    cfg: Config,
-    prepared: Prepared | None = None,
-    extend: Callable[[Context, TraceResult], None] | None = None,
-) -> tuple[RunResult, list[Outcome]]:
-    """The run's result and the per-trace outcomes (their errors, with tracebacks for --debug);
-    `prepared`: the traces, their read possibly begun (else found here); `extend(ctx, result)`:
-    adds to each trace's result (a report that gathers more per trace; picklable)."""
-    # The rules and analysis modules are imported here, after the traces' reads have begun: a
-    # big trace decodes in worker processes meanwhile.
-    from perflint.commands.baseline_io import apply_accepted, load_accepted, load_baseline
-    from perflint.engine.loader import load_rules
-    from perflint.engine.run import check_run
-    from perflint.findings import RunResult, SkippedFile
-    from perflint.selection import apply_suppressions, select_rules
-
-    if opts.fail_on is not None and opts.fail_on not in FAIL_ON:
-        raise UsageError("fail_on", f"must be one of {', '.join(FAIL_ON)}, not {opts.fail_on!r}")
-    rules = load_rules(cfg.rule_dirs + list(opts.rule_dirs))
-    active = select_rules(rules, cfg, opts.select, opts.ignore, opts.extend_select)
-    include_edges = bool(opts.include_edge_steps or cfg.include_edge_steps)
-    # Both files are read before any trace, so a bad one fails fast.
-    accepted = load_accepted(opts.accepted) if opts.accepted else None
-    jobs = _jobs(opts.jobs)
-    baseline = (
-        load_baseline(opts.baseline, include_edges, opts.input_format, jobs, opts.memory_budget, opts.exclude)
-        if opts.baseline
-        else None
-    )
-    fn: Callable[[Trace], Any] = functools.partial(
-        _check_one,
-        active=active,
-        include_edge_steps=include_edges,
-        baseline=baseline,
-        allow_mismatch=opts.allow_device_mismatch,
-        roots=tuple(paths),
-        extend=extend,
-    )
-    if prepared is None:
-        prepared = prepare(paths, opts)
-    try:
-        outcomes = prepared.run(fn)
-    finally:
-        prepared.close()
-    traces = [o.result for o in outcomes if o.error is None]
-    run_findings, run_statuses = check_run(traces, active)
-    result = RunResult(
-        traces=traces,
-        errors=[o.error for o in outcomes if o.error],
-        run_findings=run_findings,
-        run_statuses=run_statuses,
-        rules=[{**ar.rule.dump(), "severity": ar.severity, "params": ar.params} for ar in active],
-        fail_on=opts.fail_on or cfg.fail_on or "error",
-        skipped=[SkippedFile(p, why) for p, why in prepared.skipped],
-    )
-    by_code = {ar.code: ar.rule for ar in active}
-    result.notices.extend(apply_suppressions(result.all_findings(), by_code, cfg))
-    if accepted is not None and opts.accepted:
-        apply_accepted(result, accepted, opts.accepted)
-    return result, outcomes
 
 
 def outcome_error(o: Outcome) -> InputError:
@@ -263,71 +122,40 @@ class CheckResult:
 def check(
     paths: Paths,
     *,
+    config: PathArg | None = None,
     select: Selectors = None,
     ignore: Selectors = None,
+    extend_select: Selectors = None,
+    rule_dirs: Sequence[PathArg] = (),
     fail_on: FailOn | None = None,
-    config: PathArg | None = None,
     baseline: PathArg | None = None,
+    allow_device_mismatch: bool = False,
     accepted: PathArg | None = None,
+    input_format: str | None = None,
+    include_edge_steps: bool = False,
+    exclude: Sequence[str] = (),
+    jobs: int | None = None,
+    memory_budget: int | str | None = None,
+    executor: ExecutorKind = "process",
+    scheduler: str | None = None,
+    timeout: float = 10.0,
 ) -> CheckResult:
     """Lint traces with the rules, as `perflint check` does.
 
-    `paths`: trace files or directories (one path or a list). `select` / `ignore`: rule
-    selectors (codes, prefixes such as "TC", names, groups), a list or a comma-separated string.
-    `fail_on`: the gate's severity floor; None takes the config's, else "error". `config`: a
-    config file; None finds .perflint.yaml / pyproject.toml from the working directory, as the CLI
-    does. `baseline`: a snapshot or traces to compare with (REG rules run). `accepted`: accepted
-    findings (`perflint accept`): only new ones fail.
+    `paths`: trace files or directories (one path or a list). The keyword arguments are the
+    options of `perflint check` (perflint.options.CheckOptions; docs/api.md lists them): rule
+    selectors are a list or a comma-separated string, paths a `str` or `os.PathLike`, and
+    `None` or the default leaves an option to the config and perflint's defaults, as on the
+    command line.
 
     Raises PerflintError (ConfigError, UsageError, InputError) for what stops the whole run; a
     trace that cannot be read is listed in `errors` and makes `exit_code` 2."""
-    from perflint.config import load_config
+    given = dict(locals())
+    from perflint.run import run_check
 
-    files = path_list(paths)
-    cfg = load_config(None if config is None else os.fspath(config))
-    opts = CheckOptions(
-        select=_selectors(select, "select"),
-        ignore=_selectors(ignore, "ignore"),
-        fail_on=fail_on,
-        baseline=None if baseline is None else os.fspath(baseline),
-        accepted=None if accepted is None else os.fspath(accepted),
-        exclude=list(cfg.exclude),
-    )
-    run, outcomes = run_check(files, opts, cfg)
+    opts = CheckOptions(**{name: value for name, value in given.items() if name != "paths"})
+    run, outcomes = run_check(path_list(paths), opts)
     return CheckResult(run=run, errors=[outcome_error(o) for o in outcomes if o.error])
-
-
-def _summary_one(trace: Trace, include_edge_steps: bool, timeline: bool) -> dict[str, Any]:
-    from perflint.metrics.step_breakdown import step_breakdown
-    from perflint.trace_summary import add_views, summarize
-
-    out = summarize(trace, include_edge_steps=include_edge_steps)
-    out["steps"]["breakdown"], why = step_breakdown(trace)
-    if why and out["steps"]["median_us"] is not None:  # without steps the summary already says why
-        out["warnings"].append(why)
-    add_views(trace, out)
-    if timeline:
-        from perflint.metrics.tb_gpu import gpu_timeline
-
-        out["timeline"] = gpu_timeline(trace)
-    return out
-
-
-def run_summary(
-    prepared: Prepared,
-    include_edge_steps: bool = False,
-    timeline: bool = False,
-    wrap: Callable[[Callable[[Trace], Any]], Callable[[Trace], Any]] | None = None,
-) -> list[Outcome]:
-    """One outcome per trace whose result is its summary (the `summary --format json` entry);
-    `wrap(fn)`: the per-trace function extended (a report that gathers more per trace)."""
-    try:
-        from perflint import trace_summary  # noqa: F401 (imported while the workers decode)
-
-        fn: Callable[[Trace], Any] = functools.partial(_summary_one, include_edge_steps=include_edge_steps, timeline=timeline)
-        return prepared.run(wrap(fn) if wrap is not None else fn)
-    finally:
-        prepared.close()
 
 
 def _raise_first(outcomes: list[Outcome]) -> None:
@@ -340,8 +168,9 @@ def summary(paths: Paths, *, include_edge_steps: bool = False, timeline: bool = 
     """One dict per trace (rank), with the keys of `summary --format json`'s "traces" entries.
     Raises InputError for the first trace that cannot be read."""
     from perflint.pipeline import Prepared
+    from perflint.run import jobs_or_all, run_summary
 
-    prepared = Prepared(path_list(paths), None, _jobs(None))
+    prepared = Prepared(path_list(paths), None, jobs_or_all(None))
     outcomes = run_summary(prepared, include_edge_steps, timeline)
     _raise_first(outcomes)
     return [o.result for o in outcomes]

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 # reader. Set before numpy is imported (below); a user's own setting wins.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from perflint import __version__  # noqa: E402
+from perflint._version import __version__  # noqa: E402
 from perflint.commands import COMMANDS  # noqa: E402
 from perflint.errors import PerflintError  # noqa: E402
 

@@ -10,14 +10,12 @@ import copy
 import datetime as dt
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from perflint.engine.rule_core import Severity
 from perflint.errors import ConfigError
-
-FailOn = Literal["error", "warning", "info", "never"]
+from perflint.findings import FailOn, Severity
 
 # Plain dataclasses, which pydantic validates where a config file is read (`_validate`): a run
 # without a config file never imports pydantic. Unknown keys are errors.
@@ -117,11 +115,12 @@ def config_problem(path: Path, problems: list[tuple[int | None, str]]) -> tuple[
     return str(path), "; ".join(f"line {n}: {p}" if n else p for n, p in problems)
 
 
-_KNOWN = {
-    (): ["extends", "select", "extend-select", "ignore", "rules", "rule-dirs", "suppress", "fail-on", "include-edge-steps", "exclude"],
-    ("rules",): ["severity", "params"],
-    ("suppress",): ["rule", "reason", "op", "kernel", "path", "expires"],
-}
+def _keys(cls: type) -> list[str]:
+    """A config mapping's keys, as a file spells them."""
+    return [f.name.replace("_", "-") for f in fields(cls) if f.name != "source"]
+
+
+_KNOWN = {(): _keys(Config), ("rules",): _keys(RuleOverride), ("suppress",): _keys(Suppression)}
 
 
 def _problem(loc: list[Any], err: Any) -> str:

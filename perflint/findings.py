@@ -7,18 +7,28 @@ worker processes. The JSON report turns them into its versioned, documented sche
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 Status = Literal["passed", "failed", "skipped"]
-SEVERITIES = ("error", "warning", "info")
-SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
+# The severities, most severe first, and the gate's floors (`--fail-on`): a severity, or "never"
+# (no finding fails the gate). Everything else that names them derives from these two lines.
+Severity = Literal["error", "warning", "info"]
+FailOn = Literal[Severity, "never"]
+SEVERITIES: tuple[Severity, ...] = get_args(Severity)
+FAIL_ON: tuple[FailOn, ...] = get_args(FailOn)
+SEVERITY_RANK: dict[str, int] = {s: len(SEVERITIES) - 1 - i for i, s in enumerate(SEVERITIES)}  # info 0 .. error 2
+
+
+def reaches(severity: str, fail_on: str) -> bool:
+    """A finding of `severity` fails a gate at `fail_on`."""
+    return fail_on != "never" and SEVERITY_RANK[severity] >= SEVERITY_RANK[fail_on]
 
 
 @dataclass
 class Finding:
     code: str
     name: str
-    severity: str
+    severity: Severity
     message: str
     trace: str
     rank: int | None
@@ -92,9 +102,9 @@ class RunResult:
     errors: list[str]  # one line each: "<path>: <problem>"
     run_findings: list[Finding] = field(default_factory=list)  # multi-rank rules
     run_statuses: list[RuleStatus] = field(default_factory=list)
-    notices: list[str] = field(default_factory=list)  # unused / expired suppressions, stale accepted entries
+    notices: list[str] = field(default_factory=list)  # unused / expired suppressions, stale accepted entries, files a baseline scan skipped
     rules: list[dict[str, Any]] = field(default_factory=list)  # metadata of enabled rules, for SARIF/JUnit
-    fail_on: str = "error"
+    fail_on: FailOn = "error"
     skipped: list[SkippedFile] = field(default_factory=list)
 
     def all_findings(self) -> list[Finding]:
@@ -106,16 +116,13 @@ class RunResult:
         return [f for f in self.all_findings() if f.active]
 
     def counts(self) -> dict[str, int]:
-        c = {s: 0 for s in SEVERITIES}
+        c: dict[str, int] = {s: 0 for s in SEVERITIES}
         for f in self.active_findings():
             c[f.severity] += 1
         return c
 
     def gate_failed(self) -> bool:
-        if self.fail_on == "never":
-            return False
-        floor = SEVERITY_RANK[self.fail_on]
-        return any(SEVERITY_RANK[f.severity] >= floor for f in self.active_findings())
+        return any(reaches(f.severity, self.fail_on) for f in self.active_findings())
 
     def exit_code(self) -> int:
         if self.errors:

@@ -1,34 +1,37 @@
 """pytest plugin (entry point `pytest11`): the `perflint` fixture, to check profiler traces in a
 test suite (docs/api.md).
 
-pytest loads this module at every start-up where perflint is installed, so it imports only pytest
-and the standard library; perflint's analysis is imported by the first check.
+pytest loads this module at every start-up where perflint is installed, so it imports only pytest,
+the standard library and the declaration of the check's options (perflint.options); perflint's
+analysis is imported by the first check.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-if TYPE_CHECKING:
-    from perflint.api import CheckResult, FailOn, PathArg, Paths, Selectors
+from perflint.findings import FAIL_ON, reaches
+from perflint.options import OPTIONS
 
-FAIL_ON_CHOICES = ("error", "warning", "info", "never")
+if TYPE_CHECKING:
+    from perflint.api import CheckResult, Paths
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("perflint", "perflint: performance checks on profiler traces")
     group.addoption(
         "--perflint-fail-on",
-        choices=FAIL_ON_CHOICES,
+        choices=FAIL_ON,
         default=None,
         help="severity at which the perflint fixture fails a test, for every check of the session "
         "(overrides the tests' own fail_on)",
@@ -54,12 +57,9 @@ def failure_text(result: CheckResult) -> str:
     as `perflint check` prints it followed by each failing rule's fix."""
     if result.errors:
         return "\n".join(f"perflint: error: {e.line()}" for e in result.errors)
-    from perflint.findings import SEVERITY_RANK
-
-    floor = SEVERITY_RANK.get(result.run.fail_on, 0)
     fixes: dict[str, str] = {}
     for f in result.findings:
-        if SEVERITY_RANK[f.severity] >= floor and f.fix:
+        if reaches(f.severity, result.run.fail_on) and f.fix:
             fixes.setdefault(f.code, f.fix)
     text = result.to_text().rstrip("\n")
     if fixes:
@@ -78,52 +78,28 @@ class PerflintFixture:
         self._keep: str | None = request.config.getoption("perflint_keep_traces")
         self._profiles = 0
 
-    def check(
-        self,
-        paths: Paths,
-        *,
-        select: Selectors = None,
-        ignore: Selectors = None,
-        fail_on: FailOn | None = None,
-        config: PathArg | None = None,
-        **kwargs: Any,
-    ) -> CheckResult:
-        """`perflint.check` with the session's --perflint-fail-on; the result, pass or fail."""
+    def check(self, paths: Paths, **options: Any) -> CheckResult:
+        """`perflint.check` (the same keyword arguments) with the session's --perflint-fail-on;
+        the result, pass or fail."""
         from perflint.api import check
 
-        gate: Any = self._fail_on or fail_on
-        return check(paths, select=select, ignore=ignore, fail_on=gate, config=config, **kwargs)
+        if self._fail_on:
+            options["fail_on"] = self._fail_on
+        return check(paths, **options)
 
-    def assert_clean(
-        self,
-        paths: Paths,
-        *,
-        select: Selectors = None,
-        ignore: Selectors = None,
-        fail_on: FailOn | None = None,
-        config: PathArg | None = None,
-        **kwargs: Any,
-    ) -> CheckResult:
+    def assert_clean(self, paths: Paths, **options: Any) -> CheckResult:
         """Fail the test unless the traces pass the gate; the result when they do."""
-        result = self.check(paths, select=select, ignore=ignore, fail_on=fail_on, config=config, **kwargs)
+        result = self.check(paths, **options)
         if result.exit_code != 0:
             pytest.fail(failure_text(result), pytrace=False)
         return result
 
     @contextlib.contextmanager
-    def profile(
-        self,
-        *,
-        select: Selectors = None,
-        ignore: Selectors = None,
-        fail_on: FailOn | None = None,
-        config: PathArg | None = None,
-        name: str | None = None,
-    ) -> Iterator[Profiled]:
+    def profile(self, *, name: str | None = None, **options: Any) -> Iterator[Profiled]:
         """Run torch.profiler (CPU, and CUDA where available; shapes and stacks recorded) around
         the block, write the trace under the test's tmp_path and `assert_clean` it when the block
-        ends. Skips the test where torch is missing. Rules that need what the trace lacks (GPU
-        kernels on a CPU run) are skipped, not failed."""
+        ends, with `options` (those of `perflint.check`). Skips the test where torch is missing. Rules
+        that need what the trace lacks (GPU kernels on a CPU run) are skipped, not failed."""
         try:
             import torch
             from torch.profiler import ProfilerActivity
@@ -144,7 +120,21 @@ class PerflintFixture:
         if self._keep:
             os.makedirs(self._keep, exist_ok=True)
             shutil.copyfile(path, Path(self._keep) / f"{_safe(self._request.node.nodeid)}-{path.name}")
-        handle.result = self.assert_clean(path, select=select, ignore=ignore, fail_on=fail_on, config=config)
+        handle.result = self.assert_clean(path, **options)
+
+
+def _with_options(method: Callable[..., Any]) -> None:
+    """`method`'s signature as help() and inspect show it: its own parameters, then each option of
+    the check as a keyword argument (what its `**options` takes)."""
+    keywords = [inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=o.default, annotation=o.type) for o in OPTIONS]
+    own = inspect.signature(method)
+    params = [p for p in own.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    method.__signature__ = own.replace(parameters=[*params, *keywords])  # type: ignore[attr-defined]
+
+
+_with_options(PerflintFixture.check)
+_with_options(PerflintFixture.assert_clean)
+_with_options(PerflintFixture.profile)
 
 
 def _safe(text: str) -> str:

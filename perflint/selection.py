@@ -18,7 +18,7 @@ from perflint.config import Config, Suppression, config_line, config_problem
 from perflint.engine.rule_core import RuleCore, coerce_param
 from perflint.engine.run import ActiveRule
 from perflint.errors import ConfigError
-from perflint.findings import Finding
+from perflint.findings import Finding, Severity
 
 
 def selector_score(sel: str, rule: RuleCore) -> int:
@@ -63,7 +63,7 @@ def select_rules(
         if _best(sel, r) <= _best(ign, r):
             continue
         params = r.defaults()
-        severity: str = r.severity
+        severity: Severity = r.severity
         for key, ov in cfg.rules.items():
             if not selector_score(key, r):
                 continue

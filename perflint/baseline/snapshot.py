@@ -12,16 +12,16 @@ from typing import Any
 
 import numpy as np
 
-from perflint import __version__
+from perflint._version import __version__
 from perflint.baseline.identity import device_identity
-from perflint.facts import Context
+from perflint.facts import Context, load_all
 from perflint.facts._common import kernel_op, model
 from perflint.facts._optree import op_info
 from perflint.ids import isin_ids
 from perflint.memo import once
 from perflint.metrics.kernels import CATEGORIES
 from perflint.metrics.steps import launch_ts
-from perflint.model import KERNEL, MEMCPY
+from perflint.model import KERNEL, MEMCPY, Trace
 from perflint.stepmodel import step_at
 
 SNAPSHOT_SCHEMA = "perflint-snapshot"
@@ -43,6 +43,12 @@ def current_snapshot(ctx: Context) -> Snapshot:
     """The context's trace's snapshot, made once per context (the regression rules and the HTML
     report both compare it)."""
     return trace_snapshot(ctx)
+
+
+def snapshot_of(trace: Trace, include_edge_steps: bool) -> Snapshot:
+    """The trace's snapshot, in a context of its own (the per-trace work of a snapshot run)."""
+    load_all()
+    return trace_snapshot(Context(trace, include_edge_steps=include_edge_steps))
 
 
 def trace_snapshot(ctx: Context) -> Snapshot:
@@ -118,6 +124,8 @@ def _groups(ctx: Context, step_idx: np.ndarray, n: int) -> dict[str, dict[str, A
 
 
 def snapshot_document(traces: list[Snapshot]) -> dict[str, Any]:
+    """The snapshot file's document: its traces by rank (rankless last), then path."""
+    traces = sorted(traces, key=lambda s: (s["rank"] is None, s["rank"] or 0, s["path"]))
     return {
         "schema": SNAPSHOT_SCHEMA,
         "schema_version": SNAPSHOT_VERSION,

@@ -8,15 +8,21 @@ import sys
 from typing import Any
 
 from perflint.commands import check
-from perflint.commands.common import add_check_options
+from perflint.commands.common import add_check_options, report_skipped, write_json
 from perflint.errors import UsageError
 
 _WHAT = "record today's findings as accepted (ratchet): later checks with --accepted fail only on new findings"
 
 
+# Every finding is recorded whatever its severity, and the findings an accepted-findings file
+# already holds are recorded again: a gate and such a file would change nothing.
+IGNORED = ("fail_on", "accepted")
+
+
 def add_parser(sub: Any, name: str) -> None:
     p = sub.add_parser(name, help=_WHAT + "; writes -o FILE", description=_WHAT + ".")
-    add_check_options(p)
+    add_check_options(p, omit=IGNORED)
+    p.add_argument("--output", "-o", default=None, metavar="FILE", help="accepted-findings file to write ('-' for stdout)")
     p.add_argument("--reason", required=True, help="why these findings are accepted (stored with each entry)")
     existing = p.add_mutually_exclusive_group()
     existing.add_argument("--merge", action="store_true", help="add to the output file, keeping its entries")
@@ -33,8 +39,7 @@ def run(args: argparse.Namespace) -> int:
     exists = args.output != "-" and os.path.exists(args.output)
     if exists and not (args.merge or args.force):
         raise UsageError(args.output, "already exists: pass --merge to add to its entries, or --force to replace it")
-    from perflint.commands.baseline_io import accepted_document, load_accepted, write_json
-    from perflint.commands.common import report_skipped
+    from perflint.baseline.accepted import accepted_document, load_accepted
     from perflint.config import load_config
 
     cfg = load_config(args.config)

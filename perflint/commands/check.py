@@ -7,67 +7,33 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from perflint.api import (
-    CheckOptions,
-    _check_one,  # noqa: F401 (the per-trace work, where tests find it)
-    prepare,
-    run_check,
-)
-from perflint.commands.common import (
-    REPORT_FILES,
-    add_check_options,
-    budget_of,
-    exclude_of,
-    executor_of,
-    jobs_of,
-    report_errors,
-    report_options,
-)
+from perflint.commands.common import REPORT_FILES, add_check_options, add_report_options, options_of, report_errors, report_options
 from perflint.errors import UsageError
-from perflint.pipeline import Prepared
 from perflint.report import REPORTERS
 from perflint.report.html import add_html_option, check_panels, write_check
+from perflint.run import prepare, run_check
 
 if TYPE_CHECKING:
     from perflint.config import Config
     from perflint.findings import RunResult
 
-# The rules and analysis modules are imported by `run_check`, after the trace's read has begun: a
-# big trace decodes in worker processes meanwhile (pipeline.Prepared).
-
 
 def add_parser(sub: Any, name: str) -> None:
     p = sub.add_parser(name, help="lint traces with the rules; exit 1 when findings reach --fail-on")
     add_check_options(p)
+    add_report_options(p)
     add_html_option(p)
 
 
-def options_of(args: argparse.Namespace, cfg: Config) -> CheckOptions:
-    """The check run's options from the command line (the config's excludes added)."""
-    return CheckOptions(
-        select=args.select,
-        ignore=args.ignore,
-        extend_select=args.extend_select,
-        rule_dirs=list(args.rule_dir),
-        fail_on=args.fail_on,
-        baseline=args.baseline,
-        accepted=args.accepted,
-        allow_device_mismatch=args.allow_device_mismatch,
-        include_edge_steps=args.include_edge_steps,
-        input_format=args.input_format,
-        jobs=jobs_of(args),
-        executor=executor_of(args),
-        memory_budget=budget_of(args),
-        exclude=exclude_of(args, cfg),
-    )
-
-
-def execute(args: argparse.Namespace, cfg: Config, prepared: Prepared | None = None) -> RunResult:
-    """The run's result (perflint.api.run_check); `prepared`: the traces, their read possibly
-    begun (else found here). Traces that failed are reported on stderr."""
-    result, outcomes = run_check(
-        args.paths, options_of(args, cfg), cfg, prepared, extend=check_panels(args)
-    )
+def execute(args: argparse.Namespace, cfg: Config) -> RunResult:
+    """The run's result (perflint.run.run_check). The read begins before the rules load: a big
+    trace decodes in worker processes meanwhile. Traces that failed are reported on stderr."""
+    opts = options_of(args)
+    prepared = prepare(args.paths, opts, cfg, args.debug)
+    try:
+        result, outcomes = run_check(args.paths, opts, cfg, prepared, extend=check_panels(args))
+    finally:
+        prepared.close()
     report_errors(outcomes, args.debug)
     return result
 
@@ -95,14 +61,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(sorted(dup)[0], "two reports would write to the same file")
     from perflint.config import load_config
 
-    # The config names files to exclude, so it comes first; then the read begins: a big trace
-    # decodes in worker processes while the rules load.
-    cfg = load_config(args.config)
-    prepared = prepare(args.paths, options_of(args, cfg))
-    try:
-        result = execute(args, cfg, prepared)
-    finally:
-        prepared.close()
+    # The config names files to exclude, so it comes first.
+    result = execute(args, load_config(args.config))
     opts = report_options(args)
     fmt = args.format or ("github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text")
     text = REPORTERS[fmt](result, opts)

@@ -6,76 +6,70 @@ import argparse
 import os
 import shutil
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from perflint.errors import UsageError
-from perflint.pipeline import Executor, Outcome, default_jobs
-from perflint.readers.budget import parse_size
+from perflint.options import BY_NAME, INPUT_OPTIONS, OPTIONS, CheckOptions, read_count, read_size
+from perflint.pipeline import Outcome
 from perflint.report import REPORTERS, ReportOptions
+from perflint.run import skipped_notice
 
-if TYPE_CHECKING:
-    from perflint.config import Config
+
+def add_options(p: argparse.ArgumentParser, names: Sequence[str]) -> None:
+    """The named options of a check run (perflint.options), as their specs spell them."""
+    for name in names:
+        o = BY_NAME[name]
+        s = o.spec
+        flags = list(s.flags or (f"--{o.dashed}",))
+        kw: dict[str, Any] = {"dest": o.name, "help": s.help}
+        if o.default is False:
+            kw["action"] = "store_true"
+        else:
+            kw["default"] = [] if s.repeat else o.default
+            if s.repeat:
+                kw["action"] = "append"
+            if s.metavar:
+                kw["metavar"] = s.metavar
+            if s.choices:
+                kw["choices"] = s.choices
+            if s.read is not None:
+                kw["type"] = text_reader(s.read)
+        p.add_argument(*flags, **kw)
+
+
+def text_reader(read: Callable[[str], Any]) -> Callable[[str], Any]:
+    """`read` as an argparse type: its ValueError, a usage error (exit 2) that says what is wrong."""
+
+    def parse(text: str) -> Any:
+        try:
+            return read(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
+
+
+positive_int = text_reader(read_count)
+
+
+def _add_paths(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="PATH", help="trace files (.json, .json.gz) or directories of rank files")
 
 
 def add_input_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="+", metavar="PATH", help="trace files (.json, .json.gz) or directories of rank files")
-    p.add_argument("--input-format", default=None, metavar="NAME", help="trace format, overriding detection (kineto)")
-    p.add_argument(
-        "--include-edge-steps",
-        action="store_true",
-        help="keep the first (warm-up) and last ProfilerStep, which are excluded by default",
-    )
-    add_jobs_option(p)
-    p.add_argument(
-        "--memory-budget",
-        type=_size,
-        default=None,
-        metavar="SIZE",
-        help="memory a trace's read may use, e.g. 2G (default: the memory available); a smaller "
-        "budget reads in smaller slices, one at a time",
-    )
-    add_exclude_option(p)
-    add_executor_options(p)
+    """The traces and how they are read: the options of every command that reads traces."""
+    _add_paths(p)
+    add_options(p, INPUT_OPTIONS)
 
 
-def add_jobs_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--jobs", "-j", type=positive_int, default=None, metavar="N", help="worker processes for rank files (default: all cores)"
-    )
-
-
-def positive_int(text: str) -> int:
-    """argparse type of a count that must be 1 or more (a bad value is a usage error, exit 2)."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if n <= 0:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, not {n}")
-    return n
-
-
-def add_exclude_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--exclude",
-        action="append",
-        default=[],
-        metavar="GLOB",
-        help="skip files matching GLOB (relative to a directory given, or a base name); repeatable",
-    )
-
-
-def exclude_of(args: argparse.Namespace, cfg: Config | None = None) -> list[str]:
-    """--exclude globs, then the config's `exclude`."""
-    return list(getattr(args, "exclude", None) or []) + list(cfg.exclude if cfg is not None else [])
-
-
-def _size(text: str) -> int:
-    try:
-        return parse_size(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+def options_of(args: argparse.Namespace) -> CheckOptions:
+    """The check run's options the command line gave (those its command takes); the memory
+    budget from PERFLINT_MEMORY_BUDGET when not given."""
+    given = {o.name: getattr(args, o.name) for o in OPTIONS if hasattr(args, o.name)}
+    given["memory_budget"] = budget_of(args)
+    return CheckOptions(**given)
 
 
 BUDGET_ENV = "PERFLINT_MEMORY_BUDGET"
@@ -91,60 +85,28 @@ def budget_of(args: argparse.Namespace) -> int | None:
     if not raw:
         return None
     try:
-        return parse_size(raw)
+        return read_size(raw)
     except ValueError as exc:
         raise UsageError(BUDGET_ENV, str(exc)) from None
-
-
-def add_executor_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--executor",
-        choices=("process", "dask"),
-        default="process",
-        help="where per-trace work runs: local worker processes (default) or a dask.distributed cluster",
-    )
-    p.add_argument(
-        "--scheduler",
-        default=None,
-        metavar="ADDR",
-        help="dask scheduler address (tcp://host:8786) for --executor dask; default: a local cluster",
-    )
-    p.add_argument(
-        "--timeout",
-        type=_seconds,
-        default=10.0,
-        metavar="SECONDS",
-        help="--executor dask: seconds to reach the scheduler, and to wait while it has no worker (default 10)",
-    )
-
-
-def _seconds(text: str) -> float:
-    try:
-        s = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not s > 0 or s == float("inf"):
-        raise argparse.ArgumentTypeError("must be a positive number of seconds")
-    return s
-
-
-def jobs_of(args: argparse.Namespace) -> int:
-    return int(args.jobs) if args.jobs else default_jobs()
-
-
-def executor_of(args: argparse.Namespace) -> Executor:
-    """Where per-trace work runs (--executor/--scheduler/--timeout)."""
-    kind = getattr(args, "executor", "process") or "process"
-    scheduler = getattr(args, "scheduler", None)
-    if scheduler and kind != "dask":
-        raise UsageError("--scheduler", "needs --executor dask")
-    return Executor(kind, scheduler, getattr(args, "timeout", 10.0), bool(getattr(args, "debug", False)))
 
 
 def report_skipped(skipped: list[tuple[str, str]]) -> None:
     """One notice line per file a directory scan passed over, on stderr."""
     for path, why in skipped:
-        print(f"perflint: notice: skipped {path}: {why}", file=sys.stderr)
+        print(f"perflint: notice: {skipped_notice(path, why)}", file=sys.stderr)
+
+
+def write_json(path: str, doc: Any) -> None:
+    """A snapshot or accepted-findings document into `path`, or onto stdout for "-"."""
+    from perflint.baseline.files import json_bytes
+
+    data = json_bytes(doc)
+    if path == "-":
+        sys.stdout.write(data.decode())
+        return
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "wb") as fh:
+        fh.write(data)
 
 
 def report_errors(outcomes: list[Outcome], debug: bool) -> bool:
@@ -159,7 +121,7 @@ def report_errors(outcomes: list[Outcome], debug: bool) -> bool:
     return failed
 
 
-# --- `check` (and `accept`, which takes the same options) ------------------------------------
+# --- `check`: the run's options, and the reports it writes --------------------------------------
 
 REPORT_FILES = ("json", "junit", "markdown", "sarif", "gitlab")  # --json FILE etc.: reports written besides stdout's
 _REPORT_HELP = {
@@ -172,24 +134,14 @@ _REPORT_HELP = {
 MIN_MARKDOWN_BYTES = 256  # the verdict and the counts line always fit
 
 
-def _csv(text: str) -> list[str]:
-    return [s.strip() for s in text.split(",") if s.strip()]
+def add_check_options(p: argparse.ArgumentParser, omit: Sequence[str] = ()) -> None:
+    """The traces and every option of a check run but those in `omit`."""
+    _add_paths(p)
+    add_options(p, [o.name for o in OPTIONS if o.name not in omit])
 
 
-def add_check_options(p: argparse.ArgumentParser) -> None:
-    """The options of `perflint check`: inputs, rule selection, the gate and the reports."""
-    add_input_options(p)
-    p.add_argument("--config", default=None, metavar="FILE", help="config file (default: .perflint.yaml / pyproject.toml)")
-    p.add_argument("--select", type=_csv, default=None, metavar="SEL,...", help="only these rules (code, prefix, name, group)")
-    p.add_argument("--ignore", type=_csv, default=None, metavar="SEL,...", help="skip these rules")
-    p.add_argument("--extend-select", type=_csv, default=None, metavar="SEL,...", help="add rules to the selection")
-    p.add_argument("--rule-dir", action="append", default=[], metavar="DIR", help="extra directory of YAML rules")
-    p.add_argument(
-        "--fail-on",
-        choices=("error", "warning", "info", "never"),
-        default=None,
-        help="lowest severity that fails the gate (exit 1); default: the config's, else error",
-    )
+def add_report_options(p: argparse.ArgumentParser) -> None:
+    """Where `check` writes its reports, and how they look."""
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when the gate fails (errors still exit 2)")
     p.add_argument(
         "--format",
@@ -200,7 +152,6 @@ def add_check_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", "-o", default=None, metavar="FILE", help="write the --format report to FILE")
     for fmt in REPORT_FILES:
         p.add_argument(f"--{fmt}", default=None, metavar="FILE", help=_REPORT_HELP[fmt])
-    add_gate_options(p)
     p.add_argument(
         "--max-bytes",
         type=_markdown_budget,
@@ -221,15 +172,7 @@ def _markdown_budget(text: str) -> int:
     n = positive_int(text)
     if n < MIN_MARKDOWN_BYTES:
         raise argparse.ArgumentTypeError(f"must be at least {MIN_MARKDOWN_BYTES} (room for the verdict and counts)")
-    return n
-
-
-def add_gate_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--baseline", default=None, metavar="FILE|TRACE|DIR", help="snapshot (or traces) to compare with: REG rules run"
-    )
-    p.add_argument("--allow-device-mismatch", action="store_true", help="compare with a baseline from another device")
-    p.add_argument("--accepted", default=None, metavar="FILE", help="accepted findings (perflint accept): fail only on new ones")
+    return int(n)
 
 
 def use_color(args: argparse.Namespace) -> bool:

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from perflint.commands.common import add_exclude_option, add_jobs_option, budget_of, exclude_of, jobs_of, positive_int
+from perflint.commands.common import add_options, options_of, positive_int, report_skipped
 from perflint.report.html import add_html_option, write_diff
 
 # Each command imports what it runs when it runs: `perflint check` starts without these.
@@ -21,14 +21,9 @@ def add_parser(sub: Any, name: str) -> None:
     p.add_argument("--format", choices=FORMATS, default="text", help="text (default), markdown or json (every row, full names)")
     p.add_argument("--top", type=positive_int, default=15, help="kernel groups to show per pair (by absolute change)")
     p.add_argument("--alpha", type=_alpha, default=0.05, help="significance level (default 0.05)")
-    p.add_argument("--allow-device-mismatch", action="store_true", help="compare runs on different devices")
-    p.add_argument(
-        "--include-edge-steps", action="store_true", help="keep the first (warm-up) and last ProfilerStep, excluded by default"
-    )
-    p.add_argument("--input-format", default=None, metavar="NAME", help="trace format, overriding detection (kineto)")
-    add_jobs_option(p)
     p.add_argument("--output", "-o", default=None, metavar="FILE", help="write to FILE instead of stdout")
-    add_exclude_option(p)
+    # Traces are snapshotted in local worker processes, as a check's baseline is.
+    add_options(p, ("allow_device_mismatch", "include_edge_steps", "input_format", "jobs", "memory_budget", "exclude"))
     add_html_option(p)
 
 
@@ -45,15 +40,17 @@ def _alpha(text: str) -> float:
 def run(args: argparse.Namespace) -> int:
     from perflint.baseline.compare import compare
     from perflint.baseline.matching import pair_traces
-    from perflint.commands.baseline_io import load_baseline
     from perflint.report.diff import render_diff_json, render_diff_markdown, render_diff_text
+    from perflint.run import load_baseline
 
     render = {"text": render_diff_text, "markdown": render_diff_markdown, "json": render_diff_json}
-    jobs = jobs_of(args)
-    exclude = exclude_of(args)
-    budget = budget_of(args)
-    base = load_baseline(args.base, args.include_edge_steps, args.input_format, jobs, budget, exclude)
-    cur = load_baseline(args.new, args.include_edge_steps, args.input_format, jobs, budget, exclude)
+    opts = options_of(args)
+    docs = []
+    for path in (args.base, args.new):
+        snap = load_baseline(path, opts)
+        report_skipped(snap.skipped)
+        docs.append(snap.document)
+    base, cur = docs
     out = []
     for b, c in pair_traces(base, cur, args.allow_device_mismatch):
         out.append({"base": b["path"], "current": c["path"], "rank": c.get("rank"), "rows": compare(b, c)})

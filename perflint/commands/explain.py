@@ -6,14 +6,14 @@ import argparse
 import sys
 from typing import Any
 
+from perflint.commands.common import add_options
 from perflint.errors import UsageError
 
 
 def add_parser(sub: Any, name: str) -> None:
     p = sub.add_parser(name, help="explain a rule: what, why, params/thresholds, fix, references")
     p.add_argument("rule", metavar="CODE|NAME", help="the rule's code (TC001) or name")
-    p.add_argument("--config", default=None, metavar="FILE", help="config file (default: .perflint.yaml / pyproject.toml)")
-    p.add_argument("--rule-dir", action="append", default=[], metavar="DIR", help="extra directory of YAML rules")
+    add_options(p, ("config", "rule_dirs"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     from perflint.selection import selector_score
 
     cfg = load_config(args.config)
-    rules = load_rules(cfg.rule_dirs + list(args.rule_dir))
+    rules = load_rules(cfg.rule_dirs + list(args.rule_dirs))
     exact = [r for r in rules if selector_score(args.rule, r) >= 900]
     if not exact:
         raise UsageError(args.rule, "no rule with this code or name (see 'perflint rules')")

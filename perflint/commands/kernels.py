@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from perflint.commands.common import add_options
 from perflint.errors import UsageError
 
 
@@ -37,7 +38,7 @@ def add_parser(sub: Any, name: str) -> None:
         p.add_argument("--top", type=int, default=None, metavar="N", help="only the first N rows (per trace)")
     p.add_argument("--format", choices=("text", "csv", "tsv", "json"), default="text", help="output format (default: text)")
     p.add_argument("-w", "--width", type=int, default=None, metavar="N", help="text: total line width (default: no limit)")
-    p.add_argument("--input-format", default=None, metavar="NAME", help="trace format, overriding detection")
+    add_options(p, ("input_format",))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from perflint.commands import rules_validate
+from perflint.commands.common import add_options
 from perflint.errors import UsageError
 
 
@@ -22,8 +23,7 @@ def add_parser(sub: Any, name: str) -> None:
         "(scopes, fields, capabilities), or validate rule files",
     )
     p.add_argument("files", nargs="*", metavar="FILE", help="rule files to validate")
-    p.add_argument("--config", default=None, metavar="FILE", help="config file (default: .perflint.yaml / pyproject.toml)")
-    p.add_argument("--rule-dir", action="append", default=[], metavar="DIR", help="extra directory of YAML rules")
+    add_options(p, ("config", "rule_dirs"))
     p.add_argument(
         "--format", choices=("text", "json", "markdown"), default="text", help="list or facts format: text (default), json, markdown (facts)"
     )
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("rules validate", "give the rule files to validate")
         return rules_validate.run(args)
     cfg = load_config(args.config)
-    rules = load_rules(cfg.rule_dirs + list(args.rule_dir))
+    rules = load_rules(cfg.rule_dirs + list(args.rule_dirs))
     if args.action == "docs":
         sys.stdout.write(markdown(rules))
         return 0

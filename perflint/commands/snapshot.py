@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from perflint.commands.common import add_input_options, budget_of, exclude_of, jobs_of
+from perflint.commands.common import add_input_options, options_of, report_skipped, write_json
 
 
 def add_parser(sub: Any, name: str) -> None:
@@ -16,13 +16,12 @@ def add_parser(sub: Any, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from perflint.commands.baseline_io import build_snapshot, write_json
+    from perflint.run import run_snapshot
 
-    doc, errors = build_snapshot(
-        args.paths, args.include_edge_steps, args.input_format, jobs_of(args), budget_of(args), exclude_of(args)
-    )
-    for e in errors:
+    snap = run_snapshot(args.paths, options_of(args), debug=args.debug)
+    report_skipped(snap.skipped)
+    for e in snap.errors:
         print(f"perflint: error: {e}", file=sys.stderr)
-    if doc["traces"]:
-        write_json(args.output, doc)
-    return 2 if errors else 0
+    if snap.document["traces"]:
+        write_json(args.output, snap.document)
+    return 2 if snap.errors else 0

@@ -6,11 +6,10 @@ import argparse
 import sys
 from typing import Any
 
-from perflint import __version__
-from perflint.api import run_summary
-from perflint.commands.common import add_input_options, budget_of, exclude_of, executor_of, jobs_of, report_errors, report_skipped
-from perflint.pipeline import Prepared
+from perflint._version import __version__
+from perflint.commands.common import add_input_options, options_of, report_errors, report_skipped
 from perflint.report.html import add_html_option, with_panels, write_summary
+from perflint.run import prepare, run_summary
 
 SCHEMA_VERSION = 1
 
@@ -30,7 +29,7 @@ def add_parser(sub: Any, name: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # The read begins before the metrics modules are imported (pipeline.Prepared).
-    prepared = Prepared(args.paths, args.input_format, jobs_of(args), executor_of(args), budget_of(args), exclude_of(args))
+    prepared = prepare(args.paths, options_of(args), debug=args.debug)
     outcomes = run_summary(
         prepared, args.include_edge_steps, args.timeline, wrap=lambda fn: with_panels(fn, args, args.include_edge_steps)
     )

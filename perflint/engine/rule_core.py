@@ -20,9 +20,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from perflint.engine.expr import ExprError, compile_expr, names_in
+from perflint.findings import Severity
 
-Severity = Literal["error", "warning", "info"]
-SEVERITIES = ("error", "warning", "info")
 ParamType = Literal["float", "int", "bool", "str", "list"]
 CODE_PATTERN = r"^[A-Z]{2,6}[0-9]{3}$"
 NAME_PATTERN = r"^[a-z0-9][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*)+$"
@@ -236,6 +235,6 @@ def json_schema() -> dict[str, Any]:
 
 
 __all__ = [
-    "CODE_RE", "ENGINE_FIELDS", "NAME_RE", "SEVERITIES", "Cap", "Group", "Param", "Reference", "RuleCore",
+    "CODE_RE", "ENGINE_FIELDS", "NAME_RE", "Cap", "Group", "Param", "Reference", "RuleCore",
     "RuleSchemaError", "Severity", "coerce_param", "json_schema", "parse_rule",
 ]  # fmt: skip

@@ -10,9 +10,9 @@ from typing import Any
 from perflint.baseline import identity
 from perflint.engine.expr import Fn, compile_expr
 from perflint.engine.message import render
-from perflint.engine.rule_core import SEVERITIES, RuleCore
+from perflint.engine.rule_core import RuleCore
 from perflint.facts import RUN_EMPTY, RUN_SOURCES, SOURCES, Context, Row, load_all, missing, rows
-from perflint.findings import Finding, RuleStatus, TraceResult
+from perflint.findings import SEVERITIES, Finding, RuleStatus, Severity, TraceResult
 from perflint.model import Trace
 from perflint.trace_summary import summarize
 
@@ -22,7 +22,7 @@ class ActiveRule:
     """A rule as configured for this run: effective severity and params."""
 
     rule: RuleCore
-    severity: str
+    severity: Severity
     params: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -115,7 +115,7 @@ def _grouped(ar: ActiveRule, hits: list[_Hit], key: tuple[str, ...]) -> list[tup
     return out
 
 
-def _severity(ar: ActiveRule, env: Mapping[str, Any]) -> str:
+def _severity(ar: ActiveRule, env: Mapping[str, Any]) -> Severity:
     sev = ar.severity
     for cap in ar.rule.at_most:
         if compile_expr(cap.when)(env) and SEVERITIES.index(cap.severity) > SEVERITIES.index(sev):

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from perflint import __version__
+from perflint._version import __version__
 from perflint.findings import RunResult
 from perflint.report import ReportOptions
 from perflint.report._common import full_counts, ordered, rules_by_code, verdict

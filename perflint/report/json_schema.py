@@ -10,7 +10,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-SeverityName = Literal["error", "warning", "info"]
+from perflint.findings import FailOn, Severity
 
 
 class _Model(BaseModel):
@@ -20,7 +20,7 @@ class _Model(BaseModel):
 class FindingModel(_Model):
     code: str = Field(description="rule code, e.g. TC001")
     name: str = Field(description="rule name, e.g. tensor-cores.half-precision-without-tensor-cores")
-    severity: SeverityName
+    severity: Severity
     message: str
     trace: str = Field(description="trace file the finding comes from (first rank's file for run-level rules)")
     rank: int | None = Field(description="rank of the trace, when it has one")
@@ -46,7 +46,7 @@ class FindingModel(_Model):
 class RuleStatusModel(_Model):
     code: str
     name: str
-    severity: SeverityName
+    severity: Severity
     status: Literal["passed", "failed", "skipped"]
     reason: str | None = Field(default=None, description="why the rule was skipped (missing trace data)")
     findings: int = Field(default=0, description="findings of the rule on this trace, suppressed ones included")
@@ -88,7 +88,7 @@ class ReferenceModel(_Model):
 class RuleModel(_Model):
     code: str
     name: str
-    severity: SeverityName = Field(description="effective severity (after config overrides)")
+    severity: Severity = Field(description="effective severity (after config overrides)")
     groups: list[str] = Field(default_factory=list)
     summary: str = ""
     rationale: str = ""
@@ -107,13 +107,13 @@ class ReportModel(_Model):
     verdict: Literal["passed", "failed", "error"] = Field(
         description="error: a trace/config/rule could not be used (exit 2); failed: findings reached fail_on (exit 1)"
     )
-    fail_on: Literal["error", "warning", "info", "never"]
+    fail_on: FailOn
     counts: CountsModel
     traces: list[TraceModel]
     run_findings: list[FindingModel] = Field(description="findings of run-level (multi-rank) rules")
     run_statuses: list[RuleStatusModel]
     errors: list[str] = Field(description="one line each: '<path>: <problem>'")
-    notices: list[str] = Field(description="unused or expired suppressions, stale accepted entries")
+    notices: list[str] = Field(description="unused or expired suppressions, stale accepted entries, files a baseline directory scan skipped")
     skipped: list[SkippedModel] = Field(default_factory=list, description="files under the directories given that were not checked")
     rules: list[RuleModel] = Field(description="the enabled rules")
 

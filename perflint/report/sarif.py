@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 import orjson
 
-from perflint import __version__
+from perflint._version import __version__
 from perflint.findings import Finding, RunResult
 from perflint.report import ReportOptions
 from perflint.report._common import SARIF_LEVEL, fmt_us, fmt_value, ordered, repo_path, rules_by_code, trace_context

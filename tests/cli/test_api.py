@@ -4,6 +4,7 @@ errors as InputError, and a cheap `import perflint`."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -90,6 +91,19 @@ def test_check_raises_for_what_stops_the_run(tmp_path: Path) -> None:
     assert info.value.source == str(cfg)
 
 
+def test_files_a_baseline_scan_skipped_are_notices_not_prints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = tmp_path / "base"
+    base.mkdir()
+    shutil.copy(CLEAN, base / "clean.pt.trace.json.gz")
+    (base / "summary.json").write_text('{"total_time": 1.5}')
+    result = perflint.check(CLEAN, select=["REG"], baseline=base, fail_on="never")
+    assert result.exit_code == 0 and capsys.readouterr().err == ""
+    (notice,) = [n for n in result.run.notices if "summary.json" in n]
+    assert notice.startswith(f"skipped {base / 'summary.json'}: JSON object without 'traceEvents'")
+    assert main(["check", CLEAN, "--select", "REG", "--baseline", str(base), "--fail-on", "never", "-j", "1"]) == 0
+    assert f"perflint: notice: skipped {base / 'summary.json'}" in capsys.readouterr().err
+
+
 def test_gpu_rules_skip_on_a_cpu_trace() -> None:
     result = perflint.check(CPU, select=["TC"], fail_on="info")
     assert result.passed and result.findings == []
@@ -163,12 +177,12 @@ def test_ops_self_and_total_times() -> None:
     assert any(r["host_self_us"] < r["host_total_us"] for r in cpu)  # nesting seen
 
 
-def test_cli_runs_through_the_api(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    import perflint.api as api
+def test_cli_and_api_share_the_runs(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import perflint.run as runs
     from perflint.commands import check as check_cmd
     from perflint.commands import summary as summary_cmd
 
-    assert check_cmd.run_check is api.run_check and summary_cmd.run_summary is api.run_summary
+    assert check_cmd.run_check is runs.run_check and summary_cmd.run_summary is runs.run_summary
     seen: list[str] = []
 
     def spy(name: str, real: Any) -> Any:
@@ -178,8 +192,11 @@ def test_cli_runs_through_the_api(monkeypatch: pytest.MonkeyPatch, capsys: pytes
 
         return wrapped
 
-    monkeypatch.setattr(check_cmd, "run_check", spy("check", api.run_check))
-    monkeypatch.setattr(summary_cmd, "run_summary", spy("summary", api.run_summary))
+    monkeypatch.setattr(check_cmd, "run_check", spy("check", runs.run_check))
+    monkeypatch.setattr(summary_cmd, "run_summary", spy("summary", runs.run_summary))
     assert main(["check", CLEAN, "--select", "DIM"]) == 0
     assert main(["summary", CLEAN]) == 0
-    assert seen == ["check", "summary"]
+    monkeypatch.setattr(runs, "run_check", spy("api check", runs.run_check))
+    monkeypatch.setattr(runs, "run_summary", spy("api summary", runs.run_summary))
+    assert perflint.check(CLEAN, select="DIM").passed and perflint.summary(CLEAN)
+    assert seen == ["check", "summary", "api check", "api summary"]

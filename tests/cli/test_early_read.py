@@ -170,9 +170,9 @@ def test_rank_workers_read_before_the_work_exists(ranks: Path, monkeypatch: pyte
     monkeypatch.setattr(pipeline, "RANK_POOL_MIN_BYTES", 0)
     import functools
 
-    from perflint.commands.check import _check_one
     from perflint.config import Config
     from perflint.engine.loader import load_rules
+    from perflint.run import check_one
     from perflint.selection import select_rules
 
     prepared = Prepared([str(ranks)], jobs=2)
@@ -180,7 +180,7 @@ def test_rank_workers_read_before_the_work_exists(ranks: Path, monkeypatch: pyte
         assert prepared.ranks is not None  # submitted: the workers are reading already
         assert len(multiprocessing.active_children()) == 2
         active = select_rules(load_rules([]), Config(), None, None, None)
-        fn = functools.partial(_check_one, active=active, include_edge_steps=False)
+        fn = functools.partial(check_one, active=active, include_edge_steps=False)
         early = prepared.run(fn)
     finally:
         prepared.close()

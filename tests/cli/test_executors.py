@@ -69,6 +69,10 @@ def test_dask_missing_is_a_usage_error(
     code, _ = _out(_check(rank_dir, "--executor", "dask"), capsys)
     assert code == 2
     assert "install perflint-gpu[dask]" in _out.err  # type: ignore[attr-defined]
+    # snapshot and summary run on the executor they are given too
+    for argv in (["snapshot", str(rank_dir), "-o", "-"], ["summary", str(rank_dir)]):
+        code, _ = _out([*argv, "--executor", "dask"], capsys)
+        assert code == 2 and "install perflint-gpu[dask]" in _out.err, argv  # type: ignore[attr-defined]
 
 
 def test_scheduler_needs_dask(rank_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -20,12 +20,12 @@ import pytest
 import yaml
 
 from perflint.cli import main
-from perflint.commands.check import _check_one
 from perflint.config import Config
 from perflint.engine.loader import builtin_rules_dir, load_rule_file, load_rules, rule_files
 from perflint.engine.rule_core import Group, Param, RuleCore, RuleSchemaError, json_schema, parse_rule
 from perflint.engine.run import ActiveRule
 from perflint.errors import RuleError
+from perflint.run import check_one
 from perflint.selection import select_rules
 from tests.conftest import FIXTURES
 
@@ -149,7 +149,7 @@ def test_schema_command_prints_the_declaration(capsys: pytest.CaptureFixture[str
 def test_the_work_unpickles_without_pydantic() -> None:
     active = _active()
     assert active and all(type(ar.rule) is RuleCore for ar in active)
-    fn = functools.partial(_check_one, active=active, include_edge_steps=False)
+    fn = functools.partial(check_one, active=active, include_edge_steps=False)
     data = pickle.dumps(fn, protocol=pickle.HIGHEST_PROTOCOL)
     mods = _modules(data)
     assert "perflint.engine.rule_core" in mods

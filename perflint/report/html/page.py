@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from perflint import __version__
+from perflint._version import __version__
 from perflint.report.html import svg
 from perflint.report.html.assets import CSS, JS
 

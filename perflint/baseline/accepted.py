@@ -1,112 +1,19 @@
-"""Baselines and accepted findings on disk: snapshot files, and the accepted-findings ratchet."""
+"""Accepted findings: the ratchet's file (`perflint accept` writes it, `check --accepted` reads it)
+and the marking of a run's findings that it accepts, so that only new ones fail the gate."""
 
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import os
 from dataclasses import dataclass
 from typing import Any
 
+from perflint.baseline.files import read_json
 from perflint.baseline.identity import PATH_FIELDS, RUN_ROLE, legacy_fingerprint, normalize_name
-from perflint.baseline.snapshot import SNAPSHOT_SCHEMA, Snapshot, snapshot_document, trace_snapshot
-from perflint.commands.common import report_skipped
 from perflint.errors import InputError, UsageError
-from perflint.facts import Context, load_all
 from perflint.findings import Finding, RunResult
-from perflint.model import Trace
-from perflint.pipeline import Prepared
 
 ACCEPTED_SCHEMA = "perflint-accepted"
-
-
-def _snapshot_of(trace: Trace, include_edge_steps: bool) -> Snapshot:
-    load_all()
-    return trace_snapshot(Context(trace, include_edge_steps=include_edge_steps))
-
-
-def build_snapshot(
-    paths: list[str],
-    include_edge_steps: bool,
-    fmt: str | None,
-    jobs: int,
-    memory_budget: int | None = None,
-    exclude: list[str] | tuple[str, ...] = (),
-) -> tuple[dict[str, Any], list[str]]:
-    """The snapshot of the traces under `paths` and the errors of those that could not be read;
-    files a directory scan skipped are noticed on stderr."""
-    fn = functools.partial(_snapshot_of, include_edge_steps=include_edge_steps)
-    prepared = Prepared(paths, fmt, jobs, memory_budget=memory_budget, exclude=exclude)
-    try:
-        outcomes = prepared.run(fn)
-    finally:
-        prepared.close()
-    report_skipped(prepared.skipped)
-    snaps = [o.result for o in outcomes if o.error is None]
-    snaps.sort(key=lambda s: (s["rank"] is None, s["rank"] or 0, s["path"]))
-    return snapshot_document(snaps), [o.error for o in outcomes if o.error]
-
-
-def _read_json_doc(path: str) -> Any:
-    import orjson  # here, not at start-up: most runs have no baseline
-
-    try:
-        with open(path, "rb") as fh:
-            return orjson.loads(fh.read())
-    except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
-    except orjson.JSONDecodeError as exc:
-        raise InputError(path, f"invalid JSON: {exc}") from None
-
-
-def is_snapshot_file(path: str) -> bool:
-    if not os.path.isfile(path):
-        return False
-    with open(path, "rb") as fh:
-        head = fh.read(256)
-    return SNAPSHOT_SCHEMA.encode() in head
-
-
-def load_baseline(
-    path: str,
-    include_edge_steps: bool,
-    fmt: str | None,
-    jobs: int,
-    memory_budget: int | None = None,
-    exclude: list[str] | tuple[str, ...] = (),
-) -> dict[str, Any]:
-    """A snapshot file, or a trace / directory of traces snapshotted on the fly."""
-    if is_snapshot_file(path):
-        doc = _read_json_doc(path)
-        if not isinstance(doc, dict) or doc.get("schema") != SNAPSHOT_SCHEMA or not isinstance(doc.get("traces"), list):
-            raise InputError(path, "not a perflint snapshot (expected schema 'perflint-snapshot')")
-        if doc.get("schema_version") != 1:
-            raise InputError(path, f"unsupported snapshot schema_version {doc.get('schema_version')!r}")
-        return doc
-    if not os.path.exists(path):
-        raise InputError(path, "baseline not found")
-    doc, errors = build_snapshot([path], include_edge_steps, fmt, jobs, memory_budget, exclude)
-    if errors:
-        raise InputError(path, f"cannot use as baseline: {errors[0]}")
-    return doc
-
-
-def write_json(path: str, doc: Any) -> None:
-    import orjson
-
-    # Subjects of accepted entries hold fact values as they are (numpy scalars among them).
-    option = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
-    data = orjson.dumps(doc, option=option, default=str) + b"\n"
-    if path == "-":
-        import sys
-
-        sys.stdout.write(data.decode())
-        return
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "wb") as fh:
-        fh.write(data)
-
-
 ACCEPTED_VERSION = 2  # 1: entries without a trace role (matched by the old fingerprint)
 
 
@@ -210,7 +117,7 @@ def accepted_document(
 
 
 def load_accepted(path: str) -> dict[str, Any]:
-    doc = _read_json_doc(path)
+    doc = read_json(path)
     if not isinstance(doc, dict) or doc.get("schema") != ACCEPTED_SCHEMA or not isinstance(doc.get("entries"), list):
         raise InputError(path, "not a perflint accepted-findings file (expected schema 'perflint-accepted')")
     version = doc.get("schema_version", 1)
