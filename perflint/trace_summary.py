@@ -17,6 +17,7 @@ from perflint.metrics.temporal import temporal_breakdown
 from perflint.metrics.tensor_cores import tensor_core_summary
 from perflint.model import KERNEL, MEMCPY, MEMSET, NONE, Trace
 from perflint.stepmodel import StepModel, step_model
+from perflint.stepmodel.critical import LABELS, runs
 
 TOP_KERNELS = 10
 
@@ -163,6 +164,27 @@ def window_summary(m: StepModel) -> dict[str, Any]:
     }
 
 
+def bound_summary(m: StepModel) -> dict[str, Any]:
+    """What bounds the median step: time per category along its critical path (the pcts add up
+    to 100), how close the replay comes to the measured steps, and the path itself."""
+    bound = m.bound_by()
+    total = sum(us for _, us in bound)
+    median = m.steps[m.median_index] if m.steps else None
+    return {
+        "median_step": median.number if median is not None and m.window.has_steps else None,
+        "bound_by": [{"category": c, "label": LABELS[c], "us": _r(us), "pct": _r(100.0 * us / total)} for c, us in bound] if total > 0 else [],
+        "replay_error_pct": _r(m.replay_error_pct),
+        "replay_notes": list(m.replay_notes),
+        "critical_path": [
+            {
+                "lane": r.lane, "start_us": _r(r.start), "end_us": _r(r.end), "category": r.category,
+                "categories": {c: _r(us) for c, us in r.categories.items()}, "name": r.name, "pieces": r.pieces,
+            }
+            for r in runs(m.critical_path())
+        ],  # fmt: skip
+    }
+
+
 def summarize(trace: Trace, include_edge_steps: bool = False) -> dict[str, Any]:
     m = step_model(trace, include_edge_steps)
     dev = trace.primary_device
@@ -196,7 +218,11 @@ def summarize(trace: Trace, include_edge_steps: bool = False) -> dict[str, Any]:
         "memcpy": transfers(trace, MEMCPY),
         "memset": transfers(trace, MEMSET),
         "tensor_cores": tensor_core_summary(trace),
-        "step_model": {"window": window_summary(m), "categories": _split(list(m.category_us().values()))},
+        "step_model": {
+            "window": window_summary(m),
+            "categories": _split(list(m.category_us().values())),
+            **bound_summary(m),
+        },
         "compat": {
             "tensorboard": {k: _r(v) for k, v in gpu_summary(trace).items()},
             "hta": {k: _r(v) for k, v in temporal_breakdown(trace).items()},
@@ -204,4 +230,5 @@ def summarize(trace: Trace, include_edge_steps: bool = False) -> dict[str, Any]:
         "warnings": warnings,
     }
     warnings.extend(null_reasons(trace, out))
+    warnings.extend(m.replay_notes)
     return out

@@ -5,16 +5,12 @@ The op side (OpInfo, op_info, op_infos) lives in `_optree` and is re-exported he
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from perflint.facts import Context
-from perflint.facts._group import present_ids
 from perflint.facts._optree import OpInfo as OpInfo  # these three re-exported
 from perflint.facts._optree import op_info as op_info
 from perflint.facts._optree import op_infos as op_infos
-from perflint.ids import isin_ids
 from perflint.memo import once
 from perflint.metrics import dtypes
 from perflint.metrics.steps import launch_ts
@@ -77,17 +73,6 @@ def kernel_op(t: Trace, rows: np.ndarray | None = None) -> np.ndarray:
     linked = launch != NONE
     out[linked] = t.runtime.op[launch[linked]]
     return out
-
-
-def ops_named(t: Trace, test: Callable[[str], bool]) -> np.ndarray:
-    """Indices of the ops whose name passes `test`, once per trace and test: the test runs once
-    per distinct name."""
-    return t.memo.keyed(_ops_named, t, test)
-
-
-def _ops_named(t: Trace, test: Callable[[str], bool]) -> np.ndarray:
-    hit = [i for i in present_ids(t.ops.name) if test(t.strings[i])]
-    return np.flatnonzero(isin_ids(t.ops.name, hit)) if hit else np.zeros(0, dtype=np.int64)
 
 
 def kernel_row_dtype(t: Trace, info: OpInfo, kernel_name: str) -> str | None:

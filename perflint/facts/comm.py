@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 
 from perflint.facts import Context, Row, capability, enricher
-from perflint.facts._common import ops_named, window_mask
+from perflint.facts._common import window_mask
 from perflint.facts._spans import EMPTY, Spans, length, spans, step_windows, union
+from perflint.graph.names import ops_named
 from perflint.metrics.kernels import CAT_INDEX, classify
 from perflint.model import KERNEL, MEMCPY, MEMSET, Trace
 

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from perflint.facts import Context, Row, capability, enricher
-from perflint.facts._common import ops_named
 from perflint.facts._spans import EMPTY, Spans, length, overlap, spans, step_windows, union
+from perflint.graph.names import dataloader_ops
 from perflint.metrics.stats import np_median
 from perflint.model import DATA_WAIT_PREFIX, GPU_SYNC, Trace
 
@@ -31,21 +31,6 @@ FIELDS = {
     "data_queue_min_usage_pct": "lowest output-queue usage of the input pipeline's ops, % (MindSpore minddata; null when not recorded)",
     "dataloader_what": "what the data wait is: 'DataLoader __next__', or the wait a profiler recorded itself",
 }
-
-
-def is_dataloader_name(name: str) -> bool:
-    """The TensorBoard plugin's test for a DataLoader op (event_parser / overall_parser), and the
-    data waits a reader recorded directly (`DataWait#...`: MindSpore's iteration interval)."""
-    return (
-        (name.startswith("enumerate(DataLoader)#") and name.endswith(".__next__"))
-        or name.startswith("enumerate(DataPipe)#")
-        or name.startswith(DATA_WAIT_PREFIX)
-    )
-
-
-def dataloader_ops(t: Trace) -> np.ndarray:
-    """Indices of data-loader ops (CPU ops or annotations), cached on the trace."""
-    return ops_named(t, is_dataloader_name)
 
 
 @capability("dataloader", "the trace has data-loader ops (or the format's data waits)")

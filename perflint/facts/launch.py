@@ -20,9 +20,9 @@ import numpy as np
 from perflint.facts import Context, Row, fact
 from perflint.facts._common import gpu_busy_pct, model, op_infos, runtime_in_window, window_mask, window_us
 from perflint.facts._group import Groups, dense_ids, group_medians, id_table
-from perflint.facts.apis import is_kernel_launch, is_launch
 from perflint.ids import compress_in_place, rows_of
 from perflint.memo import once
+from perflint.metrics.apis import is_kernel_launch, is_launch
 from perflint.model import GPU_SYNC, KERNEL, NONE, Trace
 from perflint.stepmodel.usage import gap_lengths
 from perflint.units import fmt_duration

@@ -18,9 +18,9 @@ import numpy as np
 from perflint.facts import Context, Row, capability, fact, rows
 from perflint.facts._common import kernel_op, op_info, op_infos, window_mask, window_us
 from perflint.facts._group import Groups, dense_ids, labels, present_ids
-from perflint.facts.apis import is_alloc
 from perflint.graph.build import runtime_source
 from perflint.ids import isin_ids
+from perflint.metrics.apis import is_alloc
 from perflint.metrics.intervals import merge_spans, merged_pieces
 from perflint.metrics.steps import step_of
 from perflint.model import KERNEL, MEMCPY, NONE, GpuTable, Trace

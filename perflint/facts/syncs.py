@@ -20,10 +20,10 @@ from perflint.facts import Context, Row, capability, fact
 from perflint.facts._common import in_steps, model, runtime_in_window, window_us
 from perflint.facts._group import Groups, id_table, label_table, present_ids
 from perflint.facts._optree import OpInfo, on_chain, op_info, op_infos
-from perflint.facts.apis import is_launch, is_sync_copy, sync_kind
 from perflint.facts.memcpy import parse_memcpy
 from perflint.graph.build import runtime_source
 from perflint.ids import distinct, isin_ids
+from perflint.metrics.apis import is_launch, is_sync_copy, sync_kind
 from perflint.model import MEMCPY, NONE, OP_CPU, Trace
 
 SYNC_OPS = {"aten::item": "item", "aten::_local_scalar_dense": "item"}

@@ -129,6 +129,13 @@ def render_summary(t: dict[str, Any]) -> str:
         lines.append(f"Steps           {st['count']}{note}, median {_us(st['median_us'])}")
     else:
         lines.append(f"Window          {_us(window.get('us'))}: {window.get('source')}")
+    sm = t.get("step_model") or {}
+    bound = sm.get("bound_by") or []
+    if bound:
+        err = sm.get("replay_error_pct")
+        replayed = f" (replayed within {err:.1f}%)" if err is not None else ""
+        parts = [f"{b['label']} {b['pct']:.0f}%" for b in bound[:6] if b["pct"] >= 0.5]
+        lines.append(f"Bound by        {' · '.join(parts)}{replayed}")
     g, tp = t["gpu"], t["temporal"]
     lines.append(
         f"GPU             utilization {_pct(g['utilization_pct'])}, est. SM efficiency "

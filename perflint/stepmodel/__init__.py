@@ -6,14 +6,19 @@ on their own."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from perflint.metrics.kernels import CATEGORIES
 from perflint.metrics.stats import np_median
 from perflint.model import Trace
+from perflint.stepmodel.critical import BOUND, Segment, attribution, critical_path, recorded_attribution
+from perflint.stepmodel.simulate import StepReplay, replay, step_graphs, unreplayable, why_off
 from perflint.stepmodel.usage import DeviceSpans, StepUsage, device_spans, step_usage
 from perflint.stepmodel.window import StepWindow, Window, analysis_window, device_work, step_at
+
+REPLAY_OK_PCT = 3.0  # a replay further off than this says which edge the trace could not give
 
 __all__ = ["DeviceSpans", "StepModel", "StepUsage", "StepWindow", "Window", "device_work", "step_at", "step_model"]
 
@@ -79,6 +84,66 @@ class StepModel:
     def median_step_us(self) -> float | None:
         durs = [s.us for s in self.steps]
         return float(np_median(durs)) if durs and self.window.has_steps else None
+
+    @cached_property
+    def replays(self) -> tuple[StepReplay | None, ...]:
+        """Each analysed step's graph replayed with the measured durations (None: it cannot be)."""
+        out: list[StepReplay | None] = []
+        for g in step_graphs(self.trace, self.window):
+            out.append(None if unreplayable(self.trace, g) else StepReplay(g, replay(g)))
+        return tuple(out)
+
+    @property
+    def replay_error_pct(self) -> float | None:
+        """Median over the analysed steps of |replayed - measured| / measured, %."""
+        errs = [r.error_pct for r in self.replays if r is not None]
+        return float(np_median(errs)) if errs else None
+
+    @cached_property
+    def replay_notes(self) -> tuple[str, ...]:
+        """Why the replay cannot be made, or where it is more than REPLAY_OK_PCT off: which edge
+        the trace could not give (the median step's words)."""
+        if not self.steps:
+            return ()
+        i = self.median_index
+        r = self.replays[i]
+        if r is None:
+            why = next((unreplayable(self.trace, g) for k, g in enumerate(step_graphs(self.trace, self.window)) if k == i), None)
+            return (f"no replay: {why}",) if why else ()
+        err = self.replay_error_pct
+        if err is not None and err > REPLAY_OK_PCT:
+            return (f"the replay is {err:.1f}% off the measured steps: {why_off(self.trace, r)}",)
+        return ()
+
+    @property
+    def median_index(self) -> int:
+        """The analysed step of median duration (the lower of the two middle ones)."""
+        durs = [s.us for s in self.steps]
+        return int(np.argsort(durs, kind="stable")[(len(durs) - 1) // 2])
+
+    def critical_path(self) -> list[Segment]:
+        """The median step's critical path (replayed times); empty where it cannot be replayed."""
+        r = self.replays[self.median_index] if self.steps else None
+        return [] if r is None else critical_path(self.trace, r.graph, r.replayed)
+
+    def bound_by(self) -> list[tuple[str, float]]:
+        """What the median step waits on: time per category along its critical path, and the
+        measured time the replay does not explain ("other"), adding up to the measured step."""
+        if not self.steps:
+            return []
+        r = self.replays[self.median_index]
+        if r is None:
+            s = self.steps[self.median_index]
+            got = recorded_attribution(self.trace, s.lo, s.hi)
+            return sorted(((k, v) for k, v in got.items() if v > 0), key=lambda kv: (-kv[1], BOUND.index(kv[0])))
+        got = attribution(critical_path(self.trace, r.graph, r.replayed))
+        scale = 1.0
+        rest = r.graph.measured_us - r.replayed_us
+        if rest > 0:
+            got["other"] = got.get("other", 0.0) + rest
+        elif r.replayed_us > 0:  # the replay ran long: its pieces, scaled to the measured step
+            scale = r.graph.measured_us / r.replayed_us
+        return sorted(((k, v * scale) for k, v in got.items() if v > 0), key=lambda kv: (-kv[1], BOUND.index(kv[0])))
 
     def category_us(self) -> dict[str, float]:
         """GPU time per kernel category over the analysed steps."""

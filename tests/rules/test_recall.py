@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from perflint.cli import main
-from perflint.facts.apis import is_kernel_launch, is_launch, is_sync_copy, sync_kind
+from perflint.metrics.apis import is_kernel_launch, is_launch, is_sync_copy, sync_kind
 from tests.conftest import shared_trace
 
 ALEXNET = "hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz"

@@ -1,0 +1,71 @@
+"""Replaying a step graph: every node starts when its latest predecessor edge allows (the
+predecessor's end plus the edge's delay, and no earlier than the node's release time) and ends its
+duration later. That is the longest path through a DAG, taken in topological order (Kahn's); the
+binding edge of each node is kept, for the critical path."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Replayed:
+    start: np.ndarray  # float64 per node
+    end: np.ndarray  # float64 per node
+    binding: np.ndarray  # int64 per node: the index (into the edge arrays) of its binding edge, -1: its release time
+
+
+def longest_path(
+    indptr: np.ndarray, pred: np.ndarray, delay: np.ndarray, from_start: np.ndarray, release: np.ndarray, dur: np.ndarray
+) -> Replayed:
+    """Start and end of every node. Edges are given per node as the CSR of its predecessors:
+    pred[indptr[v]:indptr[v + 1]] with their delays, counted from the predecessor's end, or from
+    its start where `from_start` (a kernel follows its launch call's start, not its return).
+    Nodes on a cycle (a wrong edge) start when the edges done so far allow."""
+    n = len(dur)
+    npred = np.diff(indptr)
+    # Successor lists by a stable sort of the edges by their predecessor.
+    src = pred.astype(np.int64)
+    owner = np.repeat(np.arange(n, dtype=np.int64), npred)
+    order = np.argsort(src, kind="stable")
+    succ = owner[order].tolist()
+    sptr = np.concatenate(([0], np.cumsum(np.bincount(src, minlength=n)))).tolist()
+    indeg = npred.tolist()
+    ip = indptr.tolist()
+    pl = pred.tolist()
+    dl = delay.tolist()
+    fs = from_start.tolist()
+    rel = release.tolist()
+    du = dur.tolist()
+    start = [0.0] * n
+    end = [0.0] * n
+    bind = [-1] * n
+    ready = [v for v in range(n) if indeg[v] == 0]
+    done = 0
+    while True:
+        while ready:
+            v = ready.pop()
+            done += 1
+            s = rel[v]
+            b = -1
+            for e in range(ip[v], ip[v + 1]):
+                t = (start[pl[e]] if fs[e] else end[pl[e]]) + dl[e]
+                if t > s:
+                    s, b = t, e
+            start[v] = s
+            end[v] = s + du[v]
+            bind[v] = b
+            for k in range(sptr[v], sptr[v + 1]):
+                w = succ[k]
+                indeg[w] -= 1
+                if indeg[w] == 0:
+                    ready.append(w)
+        if done == n:
+            break
+        # A cycle: release the earliest waiting node (by release time) with the edges done so far.
+        v = min((w for w in range(n) if indeg[w] > 0), key=lambda w: rel[w])
+        indeg[v] = 0
+        ready.append(v)
+    return Replayed(np.asarray(start), np.asarray(end), np.asarray(bind, dtype=np.int64))
