@@ -14,13 +14,16 @@ from perflint.metrics.kernels import CATEGORIES
 from perflint.metrics.stats import np_median
 from perflint.model import Trace
 from perflint.stepmodel.critical import BOUND, Segment, attribution, critical_path, recorded_attribution
-from perflint.stepmodel.simulate import StepReplay, replay, step_graphs, unreplayable, why_off
+from perflint.stepmodel.simulate import ANCHORED_MAX, StepReplay, anchored_note, replay, step_graphs, why_off
 from perflint.stepmodel.usage import DeviceSpans, StepUsage, device_spans, step_usage
+from perflint.stepmodel.whatif import CHANGES, Fix, Savings, savings
 from perflint.stepmodel.window import StepWindow, Window, analysis_window, device_work, step_at
 
 REPLAY_OK_PCT = 3.0  # a replay further off than this says which edge the trace could not give
 
-__all__ = ["DeviceSpans", "StepModel", "StepUsage", "StepWindow", "Window", "device_work", "step_at", "step_model"]
+__all__ = [
+    "CHANGES", "DeviceSpans", "Fix", "Savings", "StepModel", "StepUsage", "StepWindow", "Window", "device_work", "step_at", "step_model",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -86,34 +89,35 @@ class StepModel:
         return float(np_median(durs)) if durs and self.window.has_steps else None
 
     @cached_property
-    def replays(self) -> tuple[StepReplay | None, ...]:
-        """Each analysed step's graph replayed with the measured durations (None: it cannot be)."""
-        out: list[StepReplay | None] = []
-        for g in step_graphs(self.trace, self.window):
-            out.append(None if unreplayable(self.trace, g) else StepReplay(g, replay(g)))
-        return tuple(out)
+    def replays(self) -> tuple[StepReplay, ...]:
+        """Each analysed step's graph replayed with the measured durations."""
+        return tuple(StepReplay(g, replay(g)) for g in step_graphs(self.trace, self.window))
+
+    def _replayed(self, i: int) -> StepReplay | None:
+        """Step i's replay where it is one (most of its GPU work has a launch call)."""
+        r = self.replays[i]
+        return r if r.anchored <= ANCHORED_MAX else None
 
     @property
     def replay_error_pct(self) -> float | None:
         """Median over the analysed steps of |replayed - measured| / measured, %."""
-        errs = [r.error_pct for r in self.replays if r is not None]
+        errs = [r.error_pct for i, r in enumerate(self.replays) if self._replayed(i) is not None]
         return float(np_median(errs)) if errs else None
 
     @cached_property
     def replay_notes(self) -> tuple[str, ...]:
-        """Why the replay cannot be made, or where it is more than REPLAY_OK_PCT off: which edge
-        the trace could not give (the median step's words)."""
+        """What the replay could not derive, in the median step's words: GPU work without a launch
+        call, and where the replay is more than REPLAY_OK_PCT off, which edge is missing."""
         if not self.steps:
             return ()
-        i = self.median_index
-        r = self.replays[i]
-        if r is None:
-            why = next((unreplayable(self.trace, g) for k, g in enumerate(step_graphs(self.trace, self.window)) if k == i), None)
-            return (f"no replay: {why}",) if why else ()
+        r = self.replays[self.median_index]
+        if r.anchored > ANCHORED_MAX:
+            return (f"no replay: {anchored_note(self.trace, r)}",)
+        notes = [anchored_note(self.trace, r)] if r.anchored > 0 else []
         err = self.replay_error_pct
         if err is not None and err > REPLAY_OK_PCT:
-            return (f"the replay is {err:.1f}% off the measured steps: {why_off(self.trace, r)}",)
-        return ()
+            notes.append(f"the replay is {err:.1f}% off the measured steps: {why_off(self.trace, r)}")
+        return tuple(notes)
 
     @property
     def median_index(self) -> int:
@@ -122,16 +126,17 @@ class StepModel:
         return int(np.argsort(durs, kind="stable")[(len(durs) - 1) // 2])
 
     def critical_path(self) -> list[Segment]:
-        """The median step's critical path (replayed times); empty where it cannot be replayed."""
-        r = self.replays[self.median_index] if self.steps else None
+        """The median step's critical path (replayed times); empty where it is not a replay."""
+        r = self._replayed(self.median_index) if self.steps else None
         return [] if r is None else critical_path(self.trace, r.graph, r.replayed)
 
     def bound_by(self) -> list[tuple[str, float]]:
-        """What the median step waits on: time per category along its critical path, and the
-        measured time the replay does not explain ("other"), adding up to the measured step."""
+        """What bounds the median step: time per category along its critical path, and the
+        measured time the replay does not explain ("other"), adding up to the measured step.
+        A step that cannot be replayed is shared out by what the trace recorded."""
         if not self.steps:
             return []
-        r = self.replays[self.median_index]
+        r = self._replayed(self.median_index)
         if r is None:
             s = self.steps[self.median_index]
             got = recorded_attribution(self.trace, s.lo, s.hi)
@@ -144,6 +149,13 @@ class StepModel:
         elif r.replayed_us > 0:  # the replay ran long: its pieces, scaled to the measured step
             scale = r.graph.measured_us / r.replayed_us
         return sorted(((k, v * scale) for k, v in got.items() if v > 0), key=lambda kv: (-kv[1], BOUND.index(kv[0])))
+
+    def what_if(self, fixes: list[Fix]) -> Savings | None:
+        """The analysed steps' time each fix saves alone, and all of them together, from replays
+        of the steps' graphs with the fixes applied (steps whose GPU work all lacks launch calls
+        left out); None when no step can be replayed."""
+        done = [(r.graph, r.replayed) for r in self.replays if r.anchored < 1.0]
+        return savings(self.trace, done, fixes) if done else None
 
     def category_us(self) -> dict[str, float]:
         """GPU time per kernel category over the analysed steps."""

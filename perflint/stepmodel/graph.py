@@ -18,6 +18,8 @@ a delay:
   latency allow, right when work on another stream ended, waits for that work (an event);
 - the step ends when its CPU span ends (the marker thread's last call plus the CPU time after it)
   and when all its GPU work ends.
+A GPU activity whose launch call the trace does not hold keeps its measured start (the only
+measured GPU time the replay uses, and it says how much of the step's GPU work that is).
 Nothing of the step starts on the GPU before the step's window opens (the earlier steps' work ran
 until then) nor before earlier work on its stream ended: those are release times.
 """
@@ -57,6 +59,7 @@ class TraceFacts:
     latency: tuple[float, float, float]  # typical launch -> start delay per GPU kind (kernel, memcpy, memset)
     stream_gap: float  # typical gap between back-to-back activities on a stream
     lts: np.ndarray  # launch time per GPU row
+    canon: np.ndarray  # int32 per thread index: the one index of its (pid, tid)
     thread: np.ndarray  # int32 per runtime row: its thread, one index per (pid, tid)
     op_thread: np.ndarray  # int32 per op: its thread, the same indices
     work: np.ndarray  # GPU rows that are work (not sync records), by (stream, ts)
@@ -98,7 +101,7 @@ def trace_facts(t: Trace) -> TraceFacts:
     first: dict[tuple[str, str], int] = {}
     canon = np.asarray([first.setdefault(th, i) for i, th in enumerate(t.threads)] or [0], dtype=np.int32)
     return TraceFacts(
-        call_class, sync_stream, _latencies(t, prev), _stream_gap(t, prev, lts), lts, canon[rt.thread], canon[t.ops.thread], work, prev
+        call_class, sync_stream, _latencies(t, prev), _stream_gap(t, prev, lts), lts, canon, canon[rt.thread], canon[t.ops.thread], work, prev
     )
 
 
@@ -268,6 +271,8 @@ def build_step(
         r = int(g.launch[k])
         if r != NONE and r in call_node:
             b.edge(call_node[r], v, lat[min(int(g.kind[k]), 2)], E_LAUNCH, from_start=True)
+        else:  # no launch call in the trace: the activity keeps its measured start
+            b.release[v] = max(b.release[v], float(g.ts[k]))
     for r, awaited in waits.items():
         if r in ret_node and ret_node[r] != call_node[r]:
             for w in awaited:
@@ -417,3 +422,29 @@ def _event_edges(t: Trace, tf: TraceFacts, b: _Builder, gpu: np.ndarray, gpu_nod
                 b.edge(gpu_node[w], gpu_node[k], 0.0, E_EVENT)
                 break
             i -= 1
+
+
+def op_spans(t: Trace, ops: np.ndarray) -> tuple[tuple[int, float, float], ...]:
+    """(thread, start, end) of these ops, threads as the step graphs number them."""
+    th = trace_facts(t).op_thread[ops].tolist()
+    return tuple(zip(th, t.ops.ts[ops].tolist(), (t.ops.ts[ops] + t.ops.dur[ops]).tolist()))
+
+
+def calls_inside(t: Trace, ops: np.ndarray) -> np.ndarray:
+    """The runtime calls that started inside these ops' spans on their threads."""
+    tf = trace_facts(t)
+    rt = t.runtime
+    if not len(ops) or not len(rt):
+        return np.zeros(0, dtype=np.int64)
+    out = []
+    for th in distinct(tf.op_thread[ops]):
+        mine = np.flatnonzero(tf.thread == th)
+        if not len(mine):
+            continue
+        mine = mine[np.argsort(rt.ts[mine], kind="stable")]
+        ts = rt.ts[mine]
+        o = ops[tf.op_thread[ops] == th]
+        a = np.searchsorted(ts, t.ops.ts[o], side="left")
+        b = np.searchsorted(ts, t.ops.ts[o] + t.ops.dur[o], side="right")
+        out += [mine[i:j] for i, j in zip(a.tolist(), b.tolist()) if j > i]
+    return np.concatenate(out).astype(np.int64) if out else np.zeros(0, dtype=np.int64)

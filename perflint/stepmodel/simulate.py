@@ -9,7 +9,7 @@ import numpy as np
 
 from perflint.metrics.kernel_names import short_name
 from perflint.model import NONE, Trace
-from perflint.stepmodel.graph import GPU, StepGraph, TraceFacts, build_step, trace_facts
+from perflint.stepmodel.graph import E_LAUNCH, GPU, StepGraph, TraceFacts, build_step, trace_facts
 from perflint.stepmodel.replay import Replayed, longest_path
 from perflint.stepmodel.window import Window, step_at
 from perflint.units import fmt_duration
@@ -23,6 +23,17 @@ class StepReplay:
     @property
     def replayed_us(self) -> float:
         return float(self.replayed.start[self.graph.end]) - self.graph.lo
+
+    @property
+    def anchored(self) -> float:
+        """Share of the step's GPU activities without a launch call (kept at their measured start)."""
+        g = self.graph
+        gpu = np.flatnonzero(g.kind == GPU)
+        if not len(gpu):
+            return 0.0
+        dst = np.repeat(np.arange(len(g.dur)), np.diff(g.indptr))
+        launched = np.isin(gpu, dst[g.etype == E_LAUNCH])
+        return float(1.0 - launched.mean())
 
     @property
     def error_pct(self) -> float:
@@ -47,18 +58,14 @@ def replay(g: StepGraph, dur: np.ndarray | None = None) -> Replayed:
     return longest_path(g.indptr, g.pred, g.delay, g.from_start, g.release, g.dur if dur is None else dur)
 
 
-LINKED_MIN = 0.5  # a step whose GPU work is mostly without a launch record cannot be replayed
+ANCHORED_MAX = 0.5  # a step whose GPU work mostly has no launch call is not a replay of the step
 
 
-def unreplayable(t: Trace, g: StepGraph) -> str | None:
-    """Why a step's graph cannot be replayed (its GPU work has no launch records), or None."""
-    gpu = g.ref[g.kind == GPU]
-    if not len(gpu):
-        return None
-    linked = float(np.mean(t.gpu.launch[gpu] != NONE))
-    if linked >= LINKED_MIN:
-        return None
-    return f"{100 * (1 - linked):.0f}% of the step's GPU work has no launch call in the trace ({t.format}): its start cannot be derived"
+def anchored_note(t: Trace, r: StepReplay) -> str:
+    return (
+        f"{100 * r.anchored:.0f}% of the step's GPU work has no launch call in the trace ({t.format}): "
+        "it keeps its measured start"
+    )
 
 
 def why_off(t: Trace, r: StepReplay) -> str:
