@@ -26,8 +26,23 @@ from typing import Literal, get_args
 import numpy as np
 
 from perflint.metrics.apis import is_launch
-from perflint.model import Trace
-from perflint.stepmodel.graph import CALL, E_CPU, E_END, E_EVENT, E_NEST, E_STREAM, E_THREAD, E_WAIT, GPU, RETURN, StepGraph, trace_facts
+from perflint.model import NONE, Trace
+from perflint.stepmodel.graph import (
+    CALL,
+    E_CPU,
+    E_END,
+    E_EVENT,
+    E_NEST,
+    E_STREAM,
+    E_THREAD,
+    E_WAIT,
+    GPU,
+    MARK,
+    RETURN,
+    StepGraph,
+    node_threads,
+    trace_facts,
+)  # fmt: skip
 from perflint.stepmodel.replay import Replayed, longest_path
 
 Change = Literal[
@@ -122,7 +137,7 @@ def _apply_one(t: Trace, g: StepGraph, f: Fix, x: _Inputs, dst: np.ndarray) -> N
         x.dur[g.kind == RETURN] = 0.0
         gaps = np.isin(g.etype, (*_CPU_EDGES, E_NEST))
         x.delay[gaps] = np.minimum(x.delay[gaps], 0.0)
-        first = np.isfinite(x.release) & np.isin(g.kind, (CALL,))
+        first = np.isfinite(x.release) & np.isin(g.kind, (CALL, MARK))
         x.release[first] = g.lo
         x.touched_nodes |= cpu | (g.kind == RETURN)
         x.touched_edges |= gaps
@@ -197,10 +212,10 @@ def _remove_cpu(t: Trace, g: StepGraph, spans: tuple[tuple[int, float, float], .
     on their threads, is removed."""
     if not spans:
         return
-    tf = trace_facts(t)
-    cpu_edges = np.flatnonzero(np.isin(g.etype, (*_CPU_EDGES, E_NEST)) & np.isin(g.kind[g.pred], (CALL, RETURN)))
+    threads = node_threads(t, g)
+    cpu_edges = np.flatnonzero(np.isin(g.etype, (*_CPU_EDGES, E_NEST)) & (threads[g.pred] != NONE))
     a, _ = _gap_from(g)
-    thread = tf.thread[g.ref[g.pred[cpu_edges]]]
+    thread = threads[g.pred[cpu_edges]]
     lo = a[cpu_edges]
     hi = lo + np.maximum(g.delay[cpu_edges], 0.0)
     cut = _inside(spans, thread, lo, hi)
@@ -209,14 +224,14 @@ def _remove_cpu(t: Trace, g: StepGraph, spans: tuple[tuple[int, float, float], .
     # Calls that ran inside the spans (a long allocator or initialisation call) lose that time too.
     calls = np.flatnonzero((g.kind == CALL) & (g.dur > 0))
     if len(calls):
-        th = tf.thread[g.ref[calls]]
+        th = threads[calls]
         cut1 = _inside(spans, th, g.m_start[calls], g.m_start[calls] + g.dur[calls])
         x.dur[calls] -= cut1
         x.touched_nodes[calls[cut1 > 0]] = True
     # A thread's first call placed at its measured start: the CPU time before it in the step.
-    first = np.flatnonzero(np.isfinite(g.release) & (g.kind == CALL))
+    first = np.flatnonzero(np.isfinite(g.release) & np.isin(g.kind, (CALL, MARK)))
     if len(first):
-        th = tf.thread[g.ref[first]]
+        th = threads[first]
         cut0 = _inside(spans, th, np.full(len(first), g.lo), g.release[first])
         x.release[first] -= cut0
         x.touched_nodes[first[cut0 > 0]] = True
@@ -251,24 +266,27 @@ def _fast_launches(t: Trace, g: StepGraph, to_us: float, x: _Inputs, dst: np.nda
 
 
 def critical_mask(g: StepGraph, rp: Replayed) -> tuple[np.ndarray, np.ndarray]:
-    """(nodes, edges) on the step's critical path."""
+    """(nodes, edges) on the steps' critical paths."""
     nodes = np.zeros(len(g.dur), dtype=bool)
     edges = np.zeros(len(g.delay), dtype=bool)
-    v = g.end
-    while True:
-        nodes[v] = True
-        b = int(rp.binding[v])
-        if b < 0:
-            break
-        edges[b] = True
-        v = int(g.pred[b])
+    for end in g.step_end.tolist():
+        v = int(end)
+        while not nodes[v]:
+            nodes[v] = True
+            b = int(rp.binding[v])
+            if b < 0:
+                break
+            edges[b] = True
+            v = int(g.pred[b])
     return nodes, edges
 
 
-def replayed_end(g: StepGraph, x: _Inputs) -> float:
+def replayed_us(g: StepGraph, x: _Inputs) -> float:
+    """The steps' replayed time with the inputs `x`."""
     indptr, pred, delay, fs = _merged(x)
     rp = longest_path(indptr, pred, delay, fs, x.release, x.dur)
-    return float(rp.start[g.end])
+    lo, hi = g.replayed_windows(rp.start)
+    return float((hi - lo).sum())
 
 
 # Changes that stand for a symptom rather than one cause (the host is slow): their saving is what
@@ -283,7 +301,7 @@ class Savings:
 
     alone: tuple[float, ...]  # per fix: the analysed steps' time it saves
     together: float  # all fixes at once
-    replayed_us: float  # the replayed steps' time without any fix
+    replayed_us: float  # the analysed steps' replayed time without any fix
     steps: int  # steps replayed
 
 
@@ -294,25 +312,22 @@ def _saving(t: Trace, g: StepGraph, base: float, crit: tuple[np.ndarray, np.ndar
     nodes, edges = crit
     if not ((x.touched_nodes & nodes).any() or (x.touched_edges & edges).any()):
         return 0.0
-    return max(0.0, base - replayed_end(g, x))
+    return max(0.0, base - replayed_us(g, x))
 
 
-def savings(t: Trace, replays: list[tuple[StepGraph, Replayed]], fixes: list[Fix]) -> Savings:
-    alone = [0.0] * len(fixes)
-    together = 0.0
-    total = 0.0
+def savings(t: Trace, g: StepGraph, rp: Replayed, fixes: list[Fix], scale: float) -> Savings:
+    """What the fixes save on the replayed steps, times `scale` (analysed steps per replayed one)."""
+    lo, hi = g.replayed_windows(rp.start)
+    base = float((hi - lo).sum())
+    crit = critical_mask(g, rp)
+    dst = _edge_dst(g)
     causes = [f for f in fixes if f.change not in RESIDUAL]
-    for g, rp in replays:
-        base = float(rp.start[g.end])
-        total += base - g.lo
-        crit = critical_mask(g, rp)
-        dst = _edge_dst(g)
-        without = _saving(t, g, base, crit, dst, causes) if len(causes) < len(fixes) else 0.0
-        for i, f in enumerate(fixes):
-            if f.change in RESIDUAL:
-                alone[i] += max(0.0, _saving(t, g, base, crit, dst, [*causes, f]) - without)
-            else:
-                alone[i] += _saving(t, g, base, crit, dst, [f])
-        if fixes:
-            together += _saving(t, g, base, crit, dst, fixes)
-    return Savings(tuple(alone), together, total, len(replays))
+    without = _saving(t, g, base, crit, dst, causes) if len(causes) < len(fixes) else 0.0
+    alone = []
+    for f in fixes:
+        if f.change in RESIDUAL:
+            alone.append(max(0.0, _saving(t, g, base, crit, dst, [*causes, f]) - without))
+        else:
+            alone.append(_saving(t, g, base, crit, dst, [f]))
+    together = _saving(t, g, base, crit, dst, fixes) if fixes else 0.0
+    return Savings(tuple(a * scale for a in alone), together * scale, base * scale, len(lo))
