@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from perflint.errors import InputError
 from perflint.model import GPU_SYNC, KERNEL, MEMCPY, MEMSET, NONE, OP_ANNOTATION, OP_CPU
 from perflint.readers.kineto.schema import INSTANT_CAT, SKIP_CAT
 
@@ -109,6 +110,18 @@ def dim3(x: Any) -> tuple[int, int, int]:
     if isinstance(x, list) and len(x) == 3 and all(isinstance(v, int) for v in x):
         return (x[0], x[1], x[2])
     return (0, 0, 0)
+
+
+def as_column(path: str, what: str, values: list[Any], dtype: Any, ndim: int = 1) -> np.ndarray:
+    """A column of `values`; one that is a list (numpy would make the column two-dimensional)
+    or no number is bad input."""
+    try:
+        col = np.asarray(values, dtype=dtype)
+    except (TypeError, ValueError, OverflowError):
+        raise InputError(path, f"non-numeric or out-of-range value in {what}") from None
+    if values and col.ndim != ndim:
+        raise InputError(path, f"non-numeric or out-of-range value in {what}")
+    return col
 
 
 def code_of(ph: Any, cat: Any) -> int:

@@ -102,43 +102,44 @@ class Field:
 
 EMPTY_RAW = msgspec.Raw()
 
-f64, i64, i32, i16, i8 = np.float64, np.int64, np.int32, np.int16, np.int8
+F64, I64, I32, I16, I8 = np.float64, np.int64, np.int32, np.int16, np.int8
 _NAN = float("nan")
-DIMS = tuple[int, int, int]
+_DIM3_TYPE = tuple[int, int, int]
 
-# In the order Kineto writes them (cpu_op args, then kernel args): the strict struct keeps this
-# order, and msgspec matches a key against the field after the last one matched first.
-KIND_F = Field("kind", ("cat",), KIND, i8, 0, event=True)
-NAME_F = Field("name", ("name",), NAME, i32, event=True)
-THREAD_F = Field("thread", ("pid", "tid"), THREAD, i32, event=True)
-TS = Field("ts", ("ts",), TIME, f64, _NAN, event=True)
-DUR = Field("dur", ("dur",), TIME, f64, _NAN, event=True)
-EXT = Field("ext_id", ("External id", "external id"), ID, i64, strict=int)
-DIMS_F = Field("dims", ("Input Dims",), RAW, i32, strict=msgspec.Raw)
-TYPES = Field("types", ("Input type",), RAW, i32, strict=msgspec.Raw)
-CONCRETE = Field("concrete", ("Concrete Inputs",), RAW, i32, strict=msgspec.Raw)
-FWD_TID = Field("fwd_tid", ("Fwd thread id",), ID, i64, strict=int)
-SEQ = Field("seq", ("Sequence number",), ID, i64, strict=int)
-DEVICE_F = Field("device", ("device",), DEVICE, i32, 0)
-STREAM_F = Field("stream", ("stream",), STREAM, i64)
-CORRELATION = Field("correlation", ("correlation",), ID, i64, strict=int)
-REGS = Field("regs", ("registers per thread",), ID, i32)
-SHMEM = Field("shmem", ("shared memory",), ID, i64)
-BLOCKS_PER_SM = Field("blocks_per_sm", ("blocks per SM",), NUMBER, f64, _NAN)
-WARPS_PER_SM = Field("warps_per_sm", ("warps per SM",), NUMBER, f64, _NAN)
-GRID = Field("grid", ("grid",), DIM3, i64, 0, strict=DIMS)
-BLOCK = Field("block", ("block",), DIM3, i64, 0, strict=DIMS)
-OCCUPANCY = Field("occupancy", ("est. achieved occupancy %",), NUMBER, f64, _NAN)
-NBYTES = Field("nbytes", ("bytes",), ID, i64)
-COLLECTIVE = Field("collective", ("Collective name",), TEXT, i32)
-STACK = Field("stack", ("Call stack",), NONEMPTY_TEXT, i32, strict=str)
+KIND_F = Field("kind", ("cat",), KIND, I8, 0, event=True)
+NAME_F = Field("name", ("name",), NAME, I32, event=True)
+THREAD_F = Field("thread", ("pid", "tid"), THREAD, I32, event=True)
+TS = Field("ts", ("ts",), TIME, F64, _NAN, event=True)
+DUR = Field("dur", ("dur",), TIME, F64, _NAN, event=True)
+EXT = Field("ext_id", ("External id", "external id"), ID, I64, strict=int)
+DIMS_F = Field("dims", ("Input Dims",), RAW, I32, strict=msgspec.Raw)
+TYPES = Field("types", ("Input type",), RAW, I32, strict=msgspec.Raw)
+CONCRETE = Field("concrete", ("Concrete Inputs",), RAW, I32, strict=msgspec.Raw)
+FWD_TID = Field("fwd_tid", ("Fwd thread id",), ID, I64, strict=int)
+SEQ = Field("seq", ("Sequence number",), ID, I64, strict=int)
+DEVICE_F = Field("device", ("device",), DEVICE, I32, 0)
+STREAM_F = Field("stream", ("stream",), STREAM, I64)
+CORRELATION = Field("correlation", ("correlation",), ID, I64, strict=int)
+REGS = Field("regs", ("registers per thread",), ID, I32)
+SHMEM = Field("shmem", ("shared memory",), ID, I64)
+BLOCKS_PER_SM = Field("blocks_per_sm", ("blocks per SM",), NUMBER, F64, _NAN)
+WARPS_PER_SM = Field("warps_per_sm", ("warps per SM",), NUMBER, F64, _NAN)
+GRID = Field("grid", ("grid",), DIM3, I64, 0, strict=_DIM3_TYPE)
+BLOCK = Field("block", ("block",), DIM3, I64, 0, strict=_DIM3_TYPE)
+OCCUPANCY = Field("occupancy", ("est. achieved occupancy %",), NUMBER, F64, _NAN)
+NBYTES = Field("nbytes", ("bytes",), ID, I64)
+COLLECTIVE = Field("collective", ("Collective name",), TEXT, I32)
+STACK = Field("stack", ("Call stack",), NONEMPTY_TEXT, I32, strict=str)
 # [memory] instant events' args
-MEM_BYTES = Field("mem_bytes", ("Bytes",), ID, i64, 0)
-TOTAL_ALLOCATED = Field("total_allocated", ("Total Allocated",), ID, i64)
-TOTAL_RESERVED = Field("total_reserved", ("Total Reserved",), ID, i64)
-DEVICE_TYPE = Field("device_type", ("Device Type",), ID, i16)
-DEVICE_ID = Field("device_id", ("Device Id",), ID, i16)
+MEM_BYTES = Field("mem_bytes", ("Bytes",), ID, I64, 0)
+TOTAL_ALLOCATED = Field("total_allocated", ("Total Allocated",), ID, I64)
+TOTAL_RESERVED = Field("total_reserved", ("Total Reserved",), ID, I64)
+DEVICE_TYPE = Field("device_type", ("Device Type",), ID, I16)
+DEVICE_ID = Field("device_id", ("Device Id",), ID, I16)
 
+# Args in the order Kineto writes them (cpu_op args, then kernel args): the strict struct keeps
+# this order, as msgspec matches a key against the field after the last one matched first. The
+# scanner's rows follow it too (SCANNER_ROWS).
 FIELDS: tuple[Field, ...] = (
     KIND_F, NAME_F, THREAD_F, TS, DUR,
     EXT, DIMS_F, TYPES, CONCRETE, FWD_TID, SEQ, DEVICE_F, STREAM_F, CORRELATION, REGS, SHMEM, BLOCKS_PER_SM, WARPS_PER_SM,
@@ -171,12 +172,12 @@ TABLES: dict[str, tuple[Column, ...]] = {
         _col(KIND_F, "op kind"), _col(NAME_F, "op name"), _col(THREAD_F, "op thread"), _col(TS, "cpu_op ts"),
         _col(DUR, "cpu_op dur"), _col(EXT, "cpu_op External id"), _col(SEQ), _col(FWD_TID), _col(DIMS_F), _col(TYPES),
         _col(STACK), _col(CONCRETE),
-        _later("pycall", i32), _later("parent", i32), _later("depth", i16, 0), _later("source", i32), _later("fwd_op", i32),
+        _later("pycall", I32), _later("parent", I32), _later("depth", I16, 0), _later("source", I32), _later("fwd_op", I32),
     ),
     "runtime": (
         _col(NAME_F, "runtime name"), _col(THREAD_F, "runtime thread"), _col(TS, "runtime ts"), _col(DUR, "runtime dur"),
         _col(CORRELATION, "runtime correlation"), _col(EXT, "runtime External id"),
-        _later("op", i32),
+        _later("op", I32),
     ),
     "gpu": (
         _col(KIND_F, "gpu kind"), _col(NAME_F, "kernel name"), _col(DEVICE_F, "kernel device"),
@@ -184,7 +185,7 @@ TABLES: dict[str, tuple[Column, ...]] = {
         _col(CORRELATION, "kernel correlation"), _col(EXT, "kernel External id"), _col(GRID, "kernel grid"),
         _col(BLOCK, "kernel block"), _col(REGS), _col(SHMEM), _col(BLOCKS_PER_SM), _col(WARPS_PER_SM), _col(OCCUPANCY),
         _col(NBYTES), _col(COLLECTIVE),
-        _later("launch", i32),
+        _later("launch", I32),
     ),
     "pyfn": (
         _col(NAME_F, "python_function name"), _col(THREAD_F, "python_function thread"), _col(TS, "python_function ts"),

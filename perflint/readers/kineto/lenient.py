@@ -18,6 +18,7 @@ from perflint.readers.kineto.codes import (
     KIND_OF,
     TABLE_GROUPS,
     TRACE_CODE,
+    as_column,
     code_of,
     dim3,
     int_or,
@@ -42,7 +43,6 @@ from perflint.readers.kineto.columns import (
 )
 from perflint.readers.kineto.getters import getter
 from perflint.readers.kineto.ranges import span_of
-from perflint.readers.kineto.reference import arr
 from perflint.readers.kineto.schema import DEFAULT_ARGS, Event
 
 _NAN = float("nan")
@@ -120,19 +120,19 @@ class _Slice:
         if rule == THREAD:
             return self.threads()
         if rule == TIME:
-            return arr(path, col.label, getter(f.attrs[0])(self.evs), f.dtype)
+            return as_column(path, col.label, getter(f.attrs[0])(self.evs), f.dtype)
         vals = self.values(col)
         if rule == ID:
-            return arr(path, col.label, _ints(vals, f.default), f.dtype)
+            return as_column(path, col.label, _ints(vals, f.default), f.dtype)
         if rule == NUMBER:
             return np.asarray(_floats(vals), dtype=f.dtype)
         if rule == DIM3:
-            return arr(path, col.label, _dims3(vals), f.dtype, 2).reshape(len(vals), 3)
+            return as_column(path, col.label, _dims3(vals), f.dtype, 2).reshape(len(vals), 3)
         if rule == STREAM:
-            return arr(path, col.label, [s if s.__class__ is int else stream_of(s) for s in vals], f.dtype)
+            return as_column(path, col.label, [s if s.__class__ is int else stream_of(s) for s in vals], f.dtype)
         if rule == DEVICE:
             pids = [e.pid for e in self.evs]
-            return arr(path, col.label, [d if d.__class__ is int else int_or(d, int_or(p, f.default)) for d, p in zip(vals, pids)], f.dtype)
+            return as_column(path, col.label, [d if d.__class__ is int else int_or(d, int_or(p, f.default)) for d, p in zip(vals, pids)], f.dtype)
         if rule == RAW:
             return self.b.intern([bytes(r) if r else None for r in vals])
         if rule == TEXT:

@@ -48,7 +48,6 @@ def decode(path: str, data: bytes) -> tuple[list[Event], TraceFile | None]:
     return doc.traceEvents, doc
 
 
-
 def build_trace(path: str, events: list[Event], doc: TraceFile | None, data: bytes | None = None) -> Trace:
     """Columns from decoded events (the fast builder). `data` is only used for the rare CUPTI counter mode."""
     builder = ColumnBuilder(path)

@@ -9,9 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from perflint.errors import InputError
 from perflint.model import NONE, Trace
-from perflint.readers.kineto.codes import C_ANN, C_CPR, C_PYFN, C_RT, CATEGORY_CODES, KIND_OF, dim3, int_or, num_or_nan, stream_of
+from perflint.readers.kineto.codes import C_ANN, C_CPR, C_PYFN, C_RT, CATEGORY_CODES, KIND_OF, as_column, dim3, int_or, num_or_nan, stream_of
 from perflint.readers.kineto.columns import (
     DEFAULT,
     DEVICE,
@@ -70,18 +69,6 @@ class _Threads:
             self.ids[key] = t
             self.threads.append((str(pid), str(tid)))
         return t
-
-
-def arr(path: str, what: str, values: list[Any], dtype: Any, ndim: int = 1) -> np.ndarray:
-    """A column of `values`; one that is a list (numpy would make the column two-dimensional)
-    or no number is bad input."""
-    try:
-        a = np.asarray(values, dtype=dtype)
-    except (TypeError, ValueError, OverflowError):
-        raise InputError(path, f"non-numeric or out-of-range value in {what}") from None
-    if values and a.ndim != ndim:
-        raise InputError(path, f"non-numeric or out-of-range value in {what}")
-    return a
 
 
 # A value's reader: (event, its args, its class code, the event's name as text) -> the entry.
@@ -189,12 +176,12 @@ def build_trace_reference(path: str, events: list[Event], doc: TraceFile | None,
             if f.rule == DEFAULT:
                 built[c.name] = np.full(n, f.default, dtype=f.dtype)
             elif f.rule == DIM3:
-                built[c.name] = arr(path, c.label, got[c.name], f.dtype, 2).reshape(n, 3)
+                built[c.name] = as_column(path, c.label, got[c.name], f.dtype, 2).reshape(n, 3)
             else:
-                built[c.name] = arr(path, c.label, got[c.name], f.dtype)
+                built[c.name] = as_column(path, c.label, got[c.name], f.dtype)
         tables[t] = TABLE_TYPES[t](**built)
     trace = Trace(path=path, format="kineto", strings=intern.strings, threads=thread.threads, **tables)
     return finish_trace(path, trace, doc, profiler_span, cpr, lambda: data, had_events=bool(events))
 
 
-__all__ = ["arr", "build_trace_reference"]
+__all__ = ["build_trace_reference"]
