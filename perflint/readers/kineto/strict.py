@@ -42,6 +42,7 @@ from perflint.readers.kineto.columns import (
     THREAD,
     TIME,
     Column,
+    Field,
     read_columns,
 )
 from perflint.readers.kineto.getters import getter
@@ -79,7 +80,7 @@ def _only(vals: list[Any], types: frozenset[type]) -> bool:
 
 
 class _Slice:
-    """The columns of one table of a strictly decoded slice, built before anything is committed."""
+    """The events of one table of a strictly decoded slice, and the builder's interners."""
 
     def __init__(self, b: ColumnBuilder, evs: Any, codes: np.ndarray) -> None:
         self.evs, self.codes, self.m = evs, codes, len(evs)
@@ -88,131 +89,180 @@ class _Slice:
 
     @cached_property
     def args(self) -> list[Any]:
-        return getter("args")(self.evs)
+        return _ARGS(self.evs)
 
     def strings(self, keys: Any) -> np.ndarray:
         return _col(map(self.sid, keys), I32, self.m)
 
-    def column(self, col: Column) -> np.ndarray:
-        return _RULES[_kind_of_read(col)](self, col)
+
+_ARGS, _NAMES, _PIDS, _TIDS = getter("args"), getter("name"), getter("pid"), getter("tid")
+# A column's reader over a _Slice, made once per column from its field (getters bound).
+_Read = Callable[[_Slice], np.ndarray]
 
 
-def _kind_of_read(col: Column) -> tuple[str, bool]:
-    """(rule, typed): event keys are typed by schema.XEvent, args as the field says."""
-    return col.field.rule, col.field.event or col.field.strict is not Any
+def _kind(f: Field) -> _Read:
+    def read(s: _Slice) -> np.ndarray:
+        kinds: np.ndarray = KIND_OF[s.codes]
+        return kinds
+
+    return read
 
 
-def _kind(s: _Slice, col: Column) -> np.ndarray:
-    kinds: np.ndarray = KIND_OF[s.codes]
-    return kinds
+def _name(f: Field) -> _Read:
+    return lambda s: s.strings(_NAMES(s.evs))
 
 
-def _name(s: _Slice, col: Column) -> np.ndarray:
-    return s.strings(getter("name")(s.evs))
-
-
-def _thread(s: _Slice, col: Column) -> np.ndarray:
+def _thread(f: Field) -> _Read:
     # zip reuses its result tuple when the lookup dropped it: no (pid, tid) tuple per event.
-    return _col(map(s.tid, zip(getter("pid")(s.evs), getter("tid")(s.evs))), I32, s.m)
+    return lambda s: _col(map(s.tid, zip(_PIDS(s.evs), _TIDS(s.evs))), I32, s.m)
 
 
-def _time(s: _Slice, col: Column) -> np.ndarray:
-    return _col(getter(col.field.attrs[0])(s.evs), F64, s.m)
+def _time(f: Field) -> _Read:
+    get = getter(f.attrs[0])
+    return lambda s: _col(get(s.evs), F64, s.m)
 
 
-def _id(s: _Slice, col: Column) -> np.ndarray:
+def _id(f: Field) -> _Read:
     """A typed id; all defaults (the one object, counted by identity in C) skip the conversion.
     With several spellings the first is Optional: where it is missing, the next one counts."""
-    f, m = col.field, s.m
-    first, *others = f.attrs
-    vals = getter(first)(s.args)
-    if others:
-        try:
-            return _col(vals, f.dtype, m)
-        except TypeError:  # some lack the first spelling (old traces say "external id")
-            for attr in others:
-                vals = [v if v is not None else w for v, w in zip(vals, getter(attr)(s.args))]
-    if vals.count(f.default) == m:
-        return np.full(m, f.default, dtype=f.dtype)
-    return _col(vals, f.dtype, m)
+    first, *others = map(getter, f.attrs)
+    dtype, default = f.dtype, f.default
+
+    def read(s: _Slice) -> np.ndarray:
+        m = s.m
+        vals = first(s.args)
+        if others:
+            try:
+                return _col(vals, dtype, m)
+            except TypeError:  # some lack the first spelling (old traces say "external id")
+                for get in others:
+                    vals = [v if v is not None else w for v, w in zip(vals, get(s.args))]
+        if vals.count(default) == m:
+            return np.full(m, default, dtype=dtype)
+        return _col(vals, dtype, m)
+
+    return read
 
 
-def _untyped_id(s: _Slice, col: Column) -> np.ndarray:
+def _untyped_id(f: Field) -> _Read:
     """An untyped id as the lenient builder reads it (missing: the default)."""
-    f = col.field
-    vals = getter(f.attrs[0])(s.args)
-    if not _only(vals, _INT):
-        vals = [v if v.__class__ is int else f.default if v is None else int_or(v, f.default) for v in vals]
-    return _col(vals, f.dtype, s.m)
+    get, dtype, default = getter(f.attrs[0]), f.dtype, f.default
+
+    def read(s: _Slice) -> np.ndarray:
+        vals = get(s.args)
+        if not _only(vals, _INT):
+            vals = [v if v.__class__ is int else default if v is None else int_or(v, default) for v in vals]
+        return _col(vals, dtype, s.m)
+
+    return read
 
 
-def _untyped_number(s: _Slice, col: Column) -> np.ndarray:
+def _untyped_number(f: Field) -> _Read:
     """An untyped number as the lenient builder reads it (missing: the NaN default)."""
-    vals = getter(col.field.attrs[0])(s.args)
-    if not _only(vals, _NUM):
-        vals = [float(v) if v.__class__ is float or v.__class__ is int else _NAN for v in vals]
-    return _col(vals, F64, s.m)
+    get = getter(f.attrs[0])
+
+    def read(s: _Slice) -> np.ndarray:
+        vals = get(s.args)
+        if not _only(vals, _NUM):
+            vals = [float(v) if v.__class__ is float or v.__class__ is int else _NAN for v in vals]
+        return _col(vals, F64, s.m)
+
+    return read
 
 
-def _dim3(s: _Slice, col: Column) -> np.ndarray:
-    m = s.m
-    return _col(chain.from_iterable(getter(col.field.attrs[0])(s.args)), col.field.dtype, 3 * m).reshape(m, 3)
+def _dim3(f: Field) -> _Read:
+    get, dtype = getter(f.attrs[0]), f.dtype
+    return lambda s: _col(chain.from_iterable(get(s.args)), dtype, 3 * s.m).reshape(s.m, 3)
 
 
-def _stream(s: _Slice, col: Column) -> np.ndarray:
-    vals = getter(col.field.attrs[0])(s.args)
-    if not _only(vals, _INT):  # no stream arg (no stream: NONE, as HTA has it), or an odd one
-        vals = [v if v.__class__ is int else stream_of(v) for v in vals]
-    return _col(vals, col.field.dtype, s.m)
+def _stream(f: Field) -> _Read:
+    get, dtype = getter(f.attrs[0]), f.dtype
+
+    def read(s: _Slice) -> np.ndarray:
+        vals = get(s.args)
+        if not _only(vals, _INT):  # no stream arg (no stream: NONE, as HTA has it), or an odd one
+            vals = [v if v.__class__ is int else stream_of(v) for v in vals]
+        return _col(vals, dtype, s.m)
+
+    return read
 
 
-def _device(s: _Slice, col: Column) -> np.ndarray:
-    f = col.field
-    vals = getter(f.attrs[0])(s.args)
-    if not _only(vals, _INT):  # no device arg (the pid says it), or an odd one
-        vals = [d if d.__class__ is int else int_or(d, int_or(p, f.default)) for d, p in zip(vals, getter("pid")(s.evs))]
-    return _col(vals, f.dtype, s.m)
+def _device(f: Field) -> _Read:
+    get, dtype, default = getter(f.attrs[0]), f.dtype, f.default
+
+    def read(s: _Slice) -> np.ndarray:
+        vals = get(s.args)
+        if not _only(vals, _INT):  # no device arg (the pid says it), or an odd one
+            vals = [d if d.__class__ is int else int_or(d, int_or(p, default)) for d, p in zip(vals, _PIDS(s.evs))]
+        return _col(vals, dtype, s.m)
+
+    return read
 
 
-def _raw(s: _Slice, col: Column) -> np.ndarray:
+def _raw(f: Field) -> _Read:
     """String ids of raw JSON values (b"", no value, is seeded as NONE). One join and one split
     copy them out faster than bytes() of each; JSON text holds no NUL byte, so the split gives
     back exactly the values (checked by the count)."""
-    raws = getter(col.field.attrs[0])(s.args)
-    parts = b"\0".join(raws).split(b"\0")
-    if len(parts) != s.m:  # pragma: no cover - msgspec rejects a raw NUL in JSON
-        parts = [bytes(r) for r in raws]
-    return s.strings(parts)
+    get = getter(f.attrs[0])
+
+    def read(s: _Slice) -> np.ndarray:
+        raws = get(s.args)
+        parts = b"\0".join(raws).split(b"\0")
+        if len(parts) != s.m:  # pragma: no cover - msgspec rejects a raw NUL in JSON
+            parts = [bytes(r) for r in raws]
+        return s.strings(parts)
+
+    return read
 
 
-def _text(s: _Slice, col: Column) -> np.ndarray:
-    vals = getter(col.field.attrs[0])(s.args)
-    if vals.count(None) == s.m:
-        return np.full(s.m, NONE, dtype=I32)
-    return s.strings([v if v.__class__ is str else None for v in vals])
+def _text(f: Field) -> _Read:
+    get = getter(f.attrs[0])
+
+    def read(s: _Slice) -> np.ndarray:
+        vals = get(s.args)
+        if vals.count(None) == s.m:
+            return np.full(s.m, NONE, dtype=I32)
+        return s.strings([v if v.__class__ is str else None for v in vals])
+
+    return read
 
 
-def _nonempty_text(s: _Slice, col: Column) -> np.ndarray:
-    vals = getter(col.field.attrs[0])(s.args)
-    if vals.count(None) == s.m:
-        return np.full(s.m, NONE, dtype=I32)
-    return s.strings([v if v else None for v in vals])  # "" is a name's string but no stack
+def _nonempty_text(f: Field) -> _Read:
+    get = getter(f.attrs[0])
+
+    def read(s: _Slice) -> np.ndarray:
+        vals = get(s.args)
+        if vals.count(None) == s.m:
+            return np.full(s.m, NONE, dtype=I32)
+        return s.strings([v if v else None for v in vals])  # "" is a name's string but no stack
+
+    return read
 
 
-# (rule, typed) -> the column reader. A column without one fails at import.
-_RULES: dict[tuple[str, bool], Callable[[_Slice, Column], np.ndarray]] = {
+# (rule, typed) -> the maker of a column's reader; event keys are typed by schema.XEvent, args as
+# their field says. A column without one fails at import.
+_READERS: dict[tuple[str, bool], Callable[[Field], _Read]] = {
     (KIND, True): _kind, (NAME, True): _name, (THREAD, True): _thread, (TIME, True): _time,
     (ID, True): _id, (ID, False): _untyped_id, (NUMBER, False): _untyped_number, (DIM3, True): _dim3,
     (STREAM, False): _stream, (DEVICE, False): _device, (RAW, True): _raw, (TEXT, False): _text,
     (NONEMPTY_TEXT, True): _nonempty_text,
 }  # fmt: skip
-# Per table: the columns that intern come last, so that a miss leaves fewer strings behind.
-_ORDER = {
-    t: sorted(read_columns(t), key=lambda c: c.field.rule in STRING_RULES or c.field.rule == THREAD) for t in COMPLETE_TABLES
+
+
+def _reader(col: Column) -> _Read:
+    f = col.field
+    key = (f.rule, f.event or f.strict is not Any)
+    if key not in _READERS:
+        raise TypeError(f"strict builder: no reader for {col.name} ({f.rule}, strict type {f.strict})")
+    return _READERS[key](f)
+
+
+# Per table: (column, reader); the columns that intern come last, so that a miss leaves fewer
+# strings behind.
+_PLAN = {
+    t: [(c.name, _reader(c)) for c in sorted(read_columns(t), key=lambda c: c.field.rule in STRING_RULES or c.field.rule == THREAD)]
+    for t in COMPLETE_TABLES
 }
-for _c in (c for cols in _ORDER.values() for c in cols):
-    if _kind_of_read(_c) not in _RULES:
-        raise TypeError(f"strict builder: no reader for {_c.name} ({_c.field.rule}, strict type {_c.field.strict})")
 
 
 def _missing(x: float) -> float | None:
@@ -239,7 +289,7 @@ def add_strict(b: ColumnBuilder, events: list[Any]) -> None:
             if present[g]:
                 idx = np.flatnonzero(group == g)
                 s = _Slice(b, _take(events, idx), codes[idx])
-                rows[table] = (idx, {c.name: s.column(c) for c in _ORDER[table]})
+                rows[table] = (idx, {name: read(s) for name, read in _PLAN[table]})
     except (OverflowError, ValueError, TypeError):
         raise StrictMiss from None
     if present[G_MEM]:
@@ -252,7 +302,7 @@ def add_strict(b: ColumnBuilder, events: list[Any]) -> None:
     if present[G_CPR]:
         idx = np.flatnonzero(group == G_CPR)
         evs = _take(events, idx)
-        names = _Slice(b, evs, codes[idx]).strings(getter("name")(evs)).tolist()
+        names = _Slice(b, evs, codes[idx]).strings(_NAMES(evs)).tolist()
         counters = [(nm, _missing(e.ts), _missing(e.dur), i) for i, e, nm in zip(idx.tolist(), evs, names)]
     span = None
     for e in _take(events, np.flatnonzero(group == G_TRACE)) if present[G_TRACE] else ():
