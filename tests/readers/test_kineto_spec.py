@@ -1,5 +1,6 @@
 """The Kineto reader follows its column specification (perflint/readers/kineto/columns.py), and its
-modules form no import cycle nor reach into each other's private state.
+modules do not reach into each other's private state (that they import in no circle is
+tests/tools/test_layering.py's check, for every module).
 
 The specification drives the schema, the builders and the C scanner's row order; the extension
 reports the rows it fills and the arg keys it reads, and must agree (a build that does not is
@@ -120,64 +121,8 @@ def test_reads_without_the_extension() -> None:
 
 
 def _modules() -> dict[str, Path]:
-    """The package's modules by name: its Python files and its C extension."""
-    paths = sorted(KINETO.glob("*.py")) + sorted(KINETO.glob("*.c"))
-    return {f"{PKG}.{p.stem}" if p.stem != "__init__" else PKG: p for p in paths}
-
-
-def _python(modules: dict[str, Path]) -> dict[str, Path]:
-    return {m: p for m, p in modules.items() if p.suffix == ".py"}
-
-
-def _imported(text: str, modules: dict[str, Path]) -> set[str]:
-    """The kineto modules `text` imports, anywhere in it (in functions and TYPE_CHECKING blocks too)."""
-    out: set[str] = set()
-    for node in ast.walk(ast.parse(text)):
-        if isinstance(node, ast.Import):
-            out |= {a.name for a in node.names if a.name.startswith(PKG)}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(PKG):
-            for a in node.names:
-                sub = f"{node.module}.{a.name}"
-                out.add(sub if sub in modules else node.module)
-    return {m for m in out if m in modules}
-
-
-def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    state: dict[str, int] = {}
-    stack: list[str] = []
-
-    def visit(m: str) -> list[str] | None:
-        state[m] = 1
-        stack.append(m)
-        for n in sorted(graph[m]):
-            if state.get(n) == 1:
-                return stack[stack.index(n) :] + [n]
-            if n not in state and (found := visit(n)):
-                return found
-        stack.pop()
-        state[m] = 2
-        return None
-
-    for m in sorted(graph):
-        if m not in state and (found := visit(m)):
-            return found
-    return None
-
-
-def test_no_import_cycle() -> None:
-    modules = _modules()
-    graph = {m: _imported(p.read_text(), modules) - {m} if p.suffix == ".py" else set() for m, p in modules.items()}
-    assert not _cycle(graph), " -> ".join(_cycle(graph) or [])
-    # the package's face imports the reader; nothing below may import the face
-    assert not [m for m, deps in graph.items() if PKG in deps], "a kineto module imports the package face"
-
-
-def test_the_cycle_check_sees_lazy_imports() -> None:
-    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
-    assert _cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
-    lazy = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import perflint.readers.kineto.builder\ndef f():\n    from perflint.readers.kineto import reader\n"
-    assert _imported(lazy, _modules()) == {f"{PKG}.reader", f"{PKG}.builder"}
-    assert _imported("from perflint.readers.kineto import parse_devices", _modules()) == {PKG}
+    """The package's Python modules by name."""
+    return {f"{PKG}.{p.stem}" if p.stem != "__init__" else PKG: p for p in sorted(KINETO.glob("*.py"))}
 
 
 def _private_members() -> set[str]:
@@ -203,12 +148,11 @@ def test_no_module_reaches_into_private_state() -> None:
     members = _private_members()
     modules = _modules()
     bad = []
-    for m, p in _python(modules).items():
+    for m, p in modules.items():
         for n in ast.walk(ast.parse(p.read_text())):
             if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith(PKG):
                 for a in n.names:
-                    # a private module (the C extension) is no private state
-                    if _private(a.name) and f"{n.module}.{a.name}" not in modules:
+                    if _private(a.name):
                         bad.append(f"{m}: imports {n.module}.{a.name}")
             elif isinstance(n, ast.Attribute) and n.attr in members:
                 if not (isinstance(n.value, ast.Name) and n.value.id in ("self", "cls")):

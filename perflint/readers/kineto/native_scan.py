@@ -41,7 +41,7 @@ from perflint.readers.kineto.columns import (
 )
 
 try:
-    from perflint.readers.kineto import _kscan
+    import perflint.readers.kineto._kscan as _kscan
 except ImportError:  # not built (no compiler at install, or PERFLINT_NO_NATIVE=1): the msgspec path
     _kscan = None  # type: ignore[assignment]  # a module or None: built() says which
 if _kscan is not None and getattr(_kscan, "ROWS", None) != SCANNER_ROWS:
