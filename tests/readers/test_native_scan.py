@@ -23,6 +23,7 @@ from perflint.model import Trace
 from perflint.readers import detect_format
 from perflint.readers.kineto import chunked, native_scan
 from perflint.readers.kineto import reader as kineto
+from perflint.readers.kineto.columns import FIELDS
 from perflint.readers.source import read_bytes
 from tests.conftest import FIXTURES, TRACES
 from tests.readers.test_perf_equivalence import assert_same_trace
@@ -112,9 +113,8 @@ def test_too_many_odd_events_go_to_msgspec_whole(monkeypatch: pytest.MonkeyPatch
 
 CATS = ["cpu_op", "cuda_runtime", "kernel", "gpu_memcpy", "gpu_memset", "user_annotation", "python_function",
         "cuda_driver", "Kernel", "CUDA_RUNTIME", "Trace", "cuda_profiler_range", "ac2g", "", "cuda_sync"]  # fmt: skip
-ARG_KEYS = ["External id", "external id", "correlation", "Sequence number", "Fwd thread id", "Input Dims", "Input type",
-            "Concrete Inputs", "Call stack", "grid", "block", "registers per thread", "shared memory", "blocks per SM", "warps per SM",
-            "est. achieved occupancy %", "stream", "device", "bytes", "Collective name", "Bytes", "other"]  # fmt: skip
+# Every arg key the tables read (the column specification's), and one they do not.
+ARG_KEYS = [*(k for f in FIELDS if not f.event for k in f.keys), "other"]
 ints = st.one_of(st.integers(-3, 3), st.integers(0, 2**31), st.integers(-(2**63), 2**63 - 1), st.integers(2**63, 2**70))
 floats = st.floats(allow_nan=False, allow_infinity=False)
 texts = st.one_of(st.sampled_from(["aten::mm", "None", "", "0x0", "stream 7", "nccl:all_reduce"]), st.text(max_size=12))

@@ -25,6 +25,9 @@ from perflint.model import Trace
 from perflint.readers import ReadOptions, source
 from perflint.readers.kineto import chunked
 from perflint.readers.kineto import reader as kineto
+from perflint.readers.kineto.builder import ColumnBuilder
+from perflint.readers.kineto.reference import build_trace_reference
+from perflint.readers.kineto.slices import adder
 from perflint.readers.source import read_bytes
 from tests.builder import TraceBuilder
 from tests.conftest import shared_trace
@@ -63,12 +66,12 @@ def assert_same_trace(a: Trace, b: Trace) -> None:
 
 def _reference(path: str, data: bytes) -> Trace:
     events, doc = kineto.decode(path, data)
-    return kineto.build_trace_reference(path, events, doc, data if b"cuda_profiler_range" in data else None)
+    return build_trace_reference(path, events, doc, data if b"cuda_profiler_range" in data else None)
 
 
 def _sliced(path: str, data: Any, size: int) -> Trace:
-    b = kineto.ColumnBuilder(path)
-    ok, doc = chunked.read_sliced(data, b.add, size)
+    b = ColumnBuilder(path)
+    ok, doc = chunked.read_sliced(data, adder(b), size)
     assert ok, "the slicer fell back to the whole-file path"
     return b.finish(doc, lambda: bytes(data))
 

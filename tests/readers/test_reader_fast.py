@@ -1,6 +1,6 @@
 """The strictly typed fast path of the Kineto reader and the streamed .json.gz (issue 6).
 
-The strict schema (kineto_schema.StrictEvent) decodes the usual shape of a trace straight into
+The strict schema (schema.StrictEvent) decodes the usual shape of a trace straight into
 column-ready values; anything else must take the lenient path and give exactly what it gives.
 Each odd-but-valid variant below is read the reference way and every fast way (whole file,
 tiny slices, forked workers), and the test also checks which path it took: the strict one, a
@@ -25,8 +25,10 @@ from perflint.model import Trace
 from perflint.readers import read_trace, source
 from perflint.readers.kineto import chunked
 from perflint.readers.kineto import reader as kineto
-from perflint.readers.kineto.fast_add import StrictMiss, add_strict
+from perflint.readers.kineto.builder import ColumnBuilder
+from perflint.readers.kineto.reference import build_trace_reference
 from perflint.readers.kineto.schema import STRICT_DECODER
+from perflint.readers.kineto.strict import StrictMiss, add_strict
 from perflint.readers.source import read_bytes
 from tests.builder import TraceBuilder
 from tests.conftest import shared_trace
@@ -232,7 +234,7 @@ def _taken(data: bytes) -> str:
     except msgspec.ValidationError:
         return "lenient"
     try:
-        add_strict(kineto.ColumnBuilder("x"), doc.traceEvents)
+        add_strict(ColumnBuilder("x"), doc.traceEvents)
     except StrictMiss:
         return "miss"
     return "strict"
@@ -240,7 +242,7 @@ def _taken(data: bytes) -> str:
 
 def _reference(path: str, data: bytes) -> Trace:
     events, doc = kineto.decode(path, data)
-    return kineto.build_trace_reference(path, events, doc, data if b"cuda_profiler_range" in data else None)
+    return build_trace_reference(path, events, doc, data if b"cuda_profiler_range" in data else None)
 
 
 def _outcome(read: Callable[[], Trace]) -> Trace | str:

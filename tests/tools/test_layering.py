@@ -52,17 +52,8 @@ LAYER = {
     "__init__": 11,  # the package's face: re-exports the API, imported on first use (tests/cli/test_api.py)
 }
 
-# The Kineto reader's table builders (reader -> chunked -> native_scan -> fast_add -> reader) are
-# the one circle left; listed so that no other can appear unnoticed, and to be deleted with it.
-TOLERATED_CIRCLES = [
-    {
-        "perflint.readers.kineto",
-        "perflint.readers.kineto.chunked",
-        "perflint.readers.kineto.fast_add",
-        "perflint.readers.kineto.native_scan",
-        "perflint.readers.kineto.reader",
-    }
-]
+# Circles left to remove, each listed so that no other can appear unnoticed: none now.
+TOLERATED_CIRCLES: list[set[str]] = []
 
 
 def _module_name(path: Path, root: Path) -> str:

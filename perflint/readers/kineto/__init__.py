@@ -1,15 +1,19 @@
 """PyTorch profiler / Kineto Chrome-trace JSON (plain or gzip), every vintage.
 
-`reader` holds the decode and the column builder; `chunked`, `native_scan` and `procs` make big
-files fast (slices, the optional C scanner, forked workers); `schema`, `codes` and `ranges` are
-the event schema, the category codes and the value checks; `sniff` tells JSON that is no
+`columns` is the column specification the rest follows. `reader` holds the read paths;
+`chunked` and `procs` make big files fast (slices, forked workers); each slice is decoded into
+structs (`schema`) or scanned by the optional C scanner (`native_scan`), turned into columns by
+`lenient`, `strict` or `native_scan` (`slices` picks) and gathered by `builder`, which `finish`
+validates and `metadata` completes; `reference` is the event-by-event builder they must equal.
+`codes` and `ranges` are the event classes and the value checks; `sniff` tells JSON that is no
 profiler trace from a trace by its first bytes.
 """
 
 from __future__ import annotations
 
 from perflint.model import Trace
-from perflint.readers.kineto.reader import parse_devices, read_kineto, start_kineto
+from perflint.readers.kineto.metadata import parse_devices
+from perflint.readers.kineto.reader import read_kineto, start_kineto
 from perflint.readers.kineto.sniff import not_a_trace
 from perflint.readers.protocol import Reader, ReadOptions
 from perflint.readers.source import BLANK, PendingRead

@@ -2,7 +2,7 @@
 
    `scan(buf, lo, hi)` reads the events in buf[lo:hi] (whole events separated by commas, as the
    chunked reader cuts them) and returns, per event, the fields the strict schema
-   (kineto_schema.StrictEvent) would decode, as columns, plus the slice's distinct strings,
+   (schema.StrictEvent) would decode, as columns, plus the slice's distinct strings,
    raw JSON values and (pid, tid) pairs. It stops at the first event it is not certain to read
    exactly as the msgspec path does: a value of a type the strict schema refuses, a phase it
    does not know, a duplicate or escaped key, a number it cannot convert exactly (the event is
@@ -11,7 +11,7 @@
    answers the common case faster.
 
    GPU-only fields (device, stream, registers, ...) are untyped in the strict schema and have
-   conversion rules of their own in fast_add.py; values those rules would convert (a string
+   conversion rules of their own in strict.py; values those rules would convert (a string
    stream, a float register count) set the event's ODD flag instead, and the caller hands a GPU
    event with it to msgspec. */
 
@@ -28,11 +28,27 @@
 #include <emmintrin.h>
 #endif
 
-enum { F_TS, F_DUR, F_BPS, F_WPS, F_OCC, NF };
-enum { I_EXT, I_SEQ, I_FWD, I_CORR, I_DEV, I_STREAM, I_REGS, I_SHMEM, I_NBYTES, I_G0, I_G1, I_G2, I_B0, I_B1, I_B2,
-       I_MEM_BYTES, I_TOTAL_ALLOC, I_TOTAL_RES, I_DEV_TYPE, I_DEV_ID, NI };
-enum { S_CAT, S_NAME, S_PAIR, S_DIMS, S_TYPES, S_STACK, S_COLL, S_CONC, NS };
-enum { U_PH, U_ODD, NU };
+/* The rows scan() fills, per type, in the order of the column specification's SCANNER_ROWS
+   (perflint/readers/kineto/columns.py). The module's ROWS names them; the Python side refuses a
+   build whose ROWS differ, and a test compares the two. */
+#define F64_ROWS(X) X(F_TS, "ts") X(F_DUR, "dur") X(F_BPS, "blocks_per_sm") X(F_WPS, "warps_per_sm") X(F_OCC, "occupancy")
+#define I64_ROWS(X)                                                                                                     \
+    X(I_EXT, "ext_id") X(I_FWD, "fwd_tid") X(I_SEQ, "seq") X(I_DEV, "device") X(I_STREAM, "stream")                   \
+    X(I_CORR, "correlation") X(I_REGS, "regs") X(I_SHMEM, "shmem") X(I_G0, "grid.x") X(I_G1, "grid.y")              \
+    X(I_G2, "grid.z") X(I_B0, "block.x") X(I_B1, "block.y") X(I_B2, "block.z") X(I_NBYTES, "nbytes")                 \
+    X(I_MEM_BYTES, "mem_bytes") X(I_TOTAL_ALLOC, "total_allocated") X(I_TOTAL_RES, "total_reserved")                  \
+    X(I_DEV_TYPE, "device_type") X(I_DEV_ID, "device_id")
+/* S_CAT ("kind"): the category's string id, which the kind column is read from */
+#define I32_ROWS(X)                                                                                                     \
+    X(S_CAT, "kind") X(S_NAME, "name") X(S_PAIR, "thread") X(S_DIMS, "dims") X(S_TYPES, "types")                      \
+    X(S_CONC, "concrete") X(S_COLL, "collective") X(S_STACK, "stack")
+#define U8_ROWS(X) X(U_PH, "ph") X(U_ODD, "odd")
+#define AS_ENUM(id, name) id,
+#define AS_NAME(id, name) name,
+enum { F64_ROWS(AS_ENUM) NF };
+enum { I64_ROWS(AS_ENUM) NI };
+enum { I32_ROWS(AS_ENUM) NS };
+enum { U8_ROWS(AS_ENUM) NU };
 enum { PH_SKIP, PH_X, PH_MEMORY }; /* U_PH: a phase the tables skip, a complete event, a [memory] record */
 
 #define MAX_DEPTH 256
@@ -594,12 +610,20 @@ generic:
     return skip_value(s, 1);
 }
 
-/* Keys of the args object the strict schema reads. */
-enum {
-    A_EXT, A_DIMS, A_TYPES, A_CONC, A_FWD, A_SEQ, A_DEV, A_STREAM, A_CORR, A_REGS, A_SHMEM, A_BPS, A_WPS,
-    A_GRID, A_BLOCK, A_OCC, A_NBYTES, A_COLL, A_STACK, A_EXT_LC,
-    A_MEM_BYTES, A_TOTAL_ALLOC, A_TOTAL_RES, A_DEV_TYPE, A_DEV_ID, A_NONE /* [memory] records' args last */
-};
+/* Keys of the args object the columns read ([memory] records' last); the module's ARG_KEYS names
+   them, and its import checks that arg_key() finds each. */
+#define ARG_KEYS(X)                                                                                                     \
+    X(A_EXT, "External id") X(A_DIMS, "Input Dims") X(A_TYPES, "Input type") X(A_CONC, "Concrete Inputs")            \
+    X(A_FWD, "Fwd thread id") X(A_SEQ, "Sequence number") X(A_DEV, "device") X(A_STREAM, "stream")                    \
+    X(A_CORR, "correlation") X(A_REGS, "registers per thread") X(A_SHMEM, "shared memory") X(A_BPS, "blocks per SM") \
+    X(A_WPS, "warps per SM") X(A_GRID, "grid") X(A_BLOCK, "block") X(A_OCC, "est. achieved occupancy %")             \
+    X(A_NBYTES, "bytes") X(A_COLL, "Collective name") X(A_STACK, "Call stack") X(A_EXT_LC, "external id")            \
+    X(A_MEM_BYTES, "Bytes") X(A_TOTAL_ALLOC, "Total Allocated") X(A_TOTAL_RES, "Total Reserved")                      \
+    X(A_DEV_TYPE, "Device Type") X(A_DEV_ID, "Device Id")
+enum { ARG_KEYS(AS_ENUM) A_NONE };
+static const char *const arg_names[] = {ARG_KEYS(AS_NAME)};
+/* member() marks the keys seen in an unsigned bit set */
+_Static_assert(A_NONE <= 32, "more arg keys than bits in `seen`");
 
 static int arg_key(const char *k, Py_ssize_t n) {
 #define K(lit, id) if (n == (Py_ssize_t)sizeof(lit) - 1 && memcmp(k, lit, sizeof(lit) - 1) == 0) return id
@@ -731,7 +755,7 @@ static int32_t pair_of(Scan *s, const Val *pid, const Val *tid) {
     return pair_id(&s->pairs, &q);
 }
 
-/* The Python rule for an untyped id field of a GPU event (fast_add._ints): an int stays, a
+/* The Python rule for an untyped id field of a GPU event (strict._untyped_id): an int stays, a
    missing value or null is the default; anything else is ODD. */
 static int64_t gpu_int(const Val *v, int64_t dflt, int64_t lo, int64_t hi, int *odd) {
     if (v->kind == V_MISSING || v->kind == V_NULL) return dflt;
@@ -749,7 +773,7 @@ static double gpu_float(const Val *v, int *odd) {
 
 static int refuse(Scan *s, const char *start);
 
-/* An id of a [memory] record (kineto._memory: an int, else the default for a missing value or
+/* An id of a [memory] record (lenient.py's ID rule: an int, else the default for a missing value or
    null; anything else, or an int beyond the column, is left to the Python builder). */
 static int mem_int(const Val *v, int64_t dflt, int64_t lo, int64_t hi, int64_t *out) {
     if (v->kind == V_MISSING || v->kind == V_NULL) { *out = dflt; return 0; }
@@ -970,8 +994,8 @@ static int event(Scan *s) {
     s->I[I_SEQ][i] = a[A_SEQ].kind == V_INT ? a[A_SEQ].i : NONE_ID;
     s->I[I_FWD][i] = a[A_FWD].kind == V_INT ? a[A_FWD].i : NONE_ID;
     s->I[I_CORR][i] = a[A_CORR].kind == V_INT ? a[A_CORR].i : NONE_ID;
-    /* the device defaults to the pid (fast_add._Slice.gpu: int_or(pid, 0)); a missing stream is
-       none (kineto_codes.stream_of), whatever the tid */
+    /* the device defaults to the pid (the DEVICE rule: int_or(pid, 0)); a missing stream is
+       none (codes.stream_of), whatever the tid */
     if (a[A_DEV].kind == V_MISSING || a[A_DEV].kind == V_NULL) {
         int64_t d = pid.kind == V_INT ? pid.i : 0;
         if (pid.kind == V_STR || d < INT32_MIN || d > INT32_MAX) odd = 1;
@@ -1255,4 +1279,50 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kscan", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__kscan(void) { return PyModule_Create(&module); }
+static const char *const f64_names[] = {F64_ROWS(AS_NAME)};
+static const char *const i64_names[] = {I64_ROWS(AS_NAME)};
+static const char *const i32_names[] = {I32_ROWS(AS_NAME)};
+static const char *const u8_names[] = {U8_ROWS(AS_NAME)};
+
+/* A tuple of the `n` names; NULL with an exception set on failure. */
+static PyObject *names_tuple(const char *const *names, int n) {
+    PyObject *t = PyTuple_New(n);
+    if (!t) return NULL;
+    for (int i = 0; i < n; i++) {
+        PyObject *o = PyUnicode_FromString(names[i]);
+        if (!o) { Py_DECREF(t); return NULL; }
+        PyTuple_SET_ITEM(t, i, o);
+    }
+    return t;
+}
+
+PyMODINIT_FUNC PyInit__kscan(void) {
+    for (int i = 0; i < A_NONE; i++) {
+        if (arg_key(arg_names[i], (Py_ssize_t)strlen(arg_names[i])) != i) {
+            PyErr_Format(PyExc_ImportError, "_kscan: arg_key() does not find \"%s\"", arg_names[i]);
+            return NULL;
+        }
+    }
+    const char *const *names[4] = {f64_names, i64_names, i32_names, u8_names};
+    const int counts[4] = {NF, NI, NS, NU};
+    PyObject *m = PyModule_Create(&module);
+    PyObject *rows = m ? PyTuple_New(4) : NULL;
+    PyObject *keys = NULL;
+    if (!rows) goto fail;
+    for (int i = 0; i < 4; i++) {
+        PyObject *t = names_tuple(names[i], counts[i]);
+        if (!t) goto fail;
+        PyTuple_SET_ITEM(rows, i, t);
+    }
+    keys = names_tuple(arg_names, A_NONE);
+    /* ROWS: the rows scan() fills per type (f64, i64, i32, u8); ARG_KEYS: the args keys it reads */
+    if (!keys || PyModule_AddObjectRef(m, "ROWS", rows) < 0 || PyModule_AddObjectRef(m, "ARG_KEYS", keys) < 0) goto fail;
+    Py_DECREF(rows);
+    Py_DECREF(keys);
+    return m;
+fail:
+    Py_XDECREF(rows);
+    Py_XDECREF(keys);
+    Py_XDECREF(m);
+    return NULL;
+}

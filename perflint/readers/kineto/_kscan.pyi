@@ -8,3 +8,8 @@ _Scan = tuple[int, bytes, bytes, bytes, bytes, bytes, list[str], list[bytes], li
 
 # None: a string was not valid UTF-8 after unescaping; msgspec is to decode the range.
 def scan(buf: ReadableBuffer, lo: int, hi: int, /) -> _Scan | None: ...
+
+# The rows scan() fills per type (f64, i64, i32, u8), in order: columns.SCANNER_ROWS.
+ROWS: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]
+# The args keys it reads.
+ARG_KEYS: tuple[str, ...]

@@ -5,7 +5,7 @@ slice is read by the C scanner straight into columns when it is built (native_sc
 it does not take go to msgspec), else decoded as `[slice]` into event structs, turned into
 columns and dropped before the next. msgspec's slices are small (SUB_BYTES, a few thousand
 events: their objects are still in the CPU cache when the columns are read) and decoded with the
-strict schema first (kineto_schema.StrictEvent), the lenient one when it refuses. For the parallel reader, `plan_iter` cuts the array into a few big
+strict schema first (schema.StrictEvent), the lenient one when it refuses. For the parallel reader, `plan_iter` cuts the array into a few big
 slices per worker (each decoded as sub-slices by `decode_range`), also for a buffer still being
 filled (a streamed .gz).
 
@@ -47,10 +47,8 @@ _KEY_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
 _HEAD_SCAN = 1 << 20  # traceEvents comes after device properties: well within the first MB
 _TAIL_TRIES = 4096
 
-# A slice's events: scanned into columns, strictly typed, or the lenient structs (ColumnBuilder.add takes all three).
+# A slice's events: scanned into columns, strictly typed, or the lenient structs (slices.add_slice takes all three).
 Events = Union[list[Event], StrictSlice, native_scan.NativeSlice, native_scan.Parts]
-
-
 
 def chunk_bytes() -> int:
     """Slice size; PERFLINT_CHUNK_BYTES forces small slices (the streaming path in tests)."""
@@ -139,7 +137,7 @@ def _scratch(n: int) -> bytearray:
 
 def _decode_events(buf: Any, lo: int, hi: int) -> Events | None:
     """The slice's events: scanned into columns by the C scanner when it is built (events it
-    leaves go to msgspec), else strictly typed when the strict schema takes them (see kineto_schema)."""
+    leaves go to msgspec), else strictly typed when the strict schema takes them (see schema.py)."""
     if native_scan.available():
         n = hi - lo + 2
         data = _wrap(buf, lo, hi, _scratch(n))

@@ -1,6 +1,5 @@
-"""Event classes of the Kineto reader: category spellings -> class codes, and the lenient int rule.
-
-Shared by the builders in kineto.py and fast_add.py (a module of its own so neither imports the other).
+"""Event classes of the Kineto reader (category spellings -> class codes -> tables) and the
+lenient rules for single values, which every builder shares.
 """
 
 from __future__ import annotations
@@ -9,7 +8,11 @@ import math
 import re
 from typing import Any
 
-from perflint.model import NONE
+import numpy as np
+
+from perflint.errors import InputError
+from perflint.model import GPU_SYNC, KERNEL, MEMCPY, MEMSET, NONE, OP_ANNOTATION, OP_CPU
+from perflint.readers.kineto.schema import INSTANT_CAT, SKIP_CAT
 
 C_OP, C_ANN, C_PYFN, C_RT, C_KERNEL, C_MEMCPY, C_MEMSET, C_SYNC, C_CPR = range(1, 10)
 TRACE_CODE = 10  # an X event of category "Trace": maybe the profiler's own span
@@ -38,6 +41,27 @@ CATEGORY_CODES: dict[Any, int] = dict(_CATS)
 for _k, _v in _CATS.items():
     CATEGORY_CODES[_k.capitalize()] = _v
     CATEGORY_CODES[_k.upper()] = _v
+
+# The table each class of events fills (columns.TABLES), by class code.
+TABLE_CODES: dict[str, tuple[int, ...]] = {
+    "ops": (C_OP, C_ANN),
+    "runtime": (C_RT,),
+    "gpu": (C_KERNEL, C_MEMCPY, C_MEMSET, C_SYNC),
+    "pyfn": (C_PYFN,),
+    "memory": (MEM_CODE,),
+}
+# A row's KIND column by its class code (ops and gpu tables).
+KIND_OF = np.zeros(MEM_CODE + 1, dtype=np.int8)
+KIND_OF[C_OP], KIND_OF[C_ANN] = OP_CPU, OP_ANNOTATION
+KIND_OF[C_KERNEL], KIND_OF[C_MEMCPY], KIND_OF[C_MEMSET], KIND_OF[C_SYNC] = KERNEL, MEMCPY, MEMSET, GPU_SYNC
+
+# Class code -> the group of events read together: a table, or one of the rarer kinds.
+G_OPS, G_RT, G_GPU, G_PYFN, G_CPR, G_TRACE, G_MEM = range(1, 8)
+TABLE_GROUPS = {"ops": G_OPS, "runtime": G_RT, "gpu": G_GPU, "pyfn": G_PYFN, "memory": G_MEM}
+GROUP = np.zeros(MEM_CODE + 1, dtype=np.int8)
+for _table, _codes in TABLE_CODES.items():
+    GROUP[list(_codes)] = TABLE_GROUPS[_table]
+GROUP[C_CPR], GROUP[TRACE_CODE] = G_CPR, G_TRACE
 
 _STREAM_RE = re.compile(r"(\d+)")
 
@@ -73,6 +97,33 @@ def stream_of(x: Any) -> int:
     return NONE
 
 
+def num_or_nan(x: Any) -> float:
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        try:
+            return float(x)
+        except OverflowError:  # an int beyond float64: unknown, as no number is
+            pass
+    return float("nan")
+
+
+def dim3(x: Any) -> tuple[int, int, int]:
+    if isinstance(x, list) and len(x) == 3 and all(isinstance(v, int) for v in x):
+        return (x[0], x[1], x[2])
+    return (0, 0, 0)
+
+
+def as_column(path: str, what: str, values: list[Any], dtype: Any, ndim: int = 1) -> np.ndarray:
+    """A column of `values`; one that is a list (numpy would make the column two-dimensional)
+    or no number is bad input."""
+    try:
+        col = np.asarray(values, dtype=dtype)
+    except (TypeError, ValueError, OverflowError):
+        raise InputError(path, f"non-numeric or out-of-range value in {what}") from None
+    if values and col.ndim != ndim:
+        raise InputError(path, f"non-numeric or out-of-range value in {what}")
+    return col
+
+
 def code_of(ph: Any, cat: Any) -> int:
     if ph == "X":
         if cat.__class__ is not str:
@@ -86,3 +137,15 @@ def code_of(ph: Any, cat: Any) -> int:
     if ph == "i" or ph == "I":
         return MEM_CODE
     return 0
+
+
+class _CatCodes(dict):  # type: ignore[type-arg]
+    """Class code of a strictly decoded event's `cat` (a category string, or the schema's SKIP or
+    INSTANT constant), or of a category string the scanner read."""
+
+    def __missing__(self, cat: Any) -> int:
+        code = self[cat] = code_of("X", cat)
+        return code
+
+
+CAT_CODES: dict[Any, int] = _CatCodes({SKIP_CAT: 0, INSTANT_CAT: MEM_CODE})

@@ -15,31 +15,43 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from perflint.ids import distinct
-from perflint.model import NONE, OP_ANNOTATION, OP_CPU
-from perflint.readers.kineto.codes import C_OP, MEM_CODE
-from perflint.readers.kineto.fast_add import _CODES, _GPU_KIND, _GROUP, G_CPR, G_GPU, G_MEM, G_OPS, G_PYFN, G_RT, G_TRACE
+from perflint.model import NONE
+from perflint.readers.kineto.builder import ColumnBuilder, Rows
+from perflint.readers.kineto.codes import CAT_CODES, G_CPR, G_GPU, G_TRACE, GROUP, KIND_OF, MEM_CODE, TABLE_GROUPS
+from perflint.readers.kineto.columns import (
+    DIM3,
+    KIND,
+    NAME,
+    NONEMPTY_TEXT,
+    NUMBER,
+    RAW,
+    ROW,
+    SCANNER_ROWS,
+    TABLES,
+    TEXT,
+    THREAD,
+    TIME,
+    Column,
+    read_columns,
+)
 
 try:
-    from perflint.readers.kineto import _kscan
+    import perflint.readers.kineto._kscan as _kscan
 except ImportError:  # not built (no compiler at install, or PERFLINT_NO_NATIVE=1): the msgspec path
     _kscan = None  # type: ignore[assignment]  # a module or None: built() says which
-
-if TYPE_CHECKING:
-    from perflint.readers.kineto.reader import ColumnBuilder
+if _kscan is not None and getattr(_kscan, "ROWS", None) != SCANNER_ROWS:
+    # Built from other sources (a stale build): its rows would be misread. The msgspec path
+    # reads instead; tests/readers/test_kineto_spec.py fails on it.
+    _kscan = None  # type: ignore[assignment]
 
 I8, I32, I64, F64 = np.int8, np.int32, np.int64, np.float64
-# Column rows of the scanner's result, in the order of the enums in _kscan.c.
-F_TS, F_DUR, F_BPS, F_WPS, F_OCC = range(5)
-I_EXT, I_SEQ, I_FWD, I_CORR, I_DEV, I_STREAM, I_REGS, I_SHMEM, I_NBYTES, I_G0, I_G1, I_G2, I_B0, I_B1, I_B2 = range(15)
-I_MEM_BYTES, I_TOTAL_ALLOC, I_TOTAL_RES, I_DEV_TYPE, I_DEV_ID = range(15, 20)
-S_CAT, S_NAME, S_PAIR, S_DIMS, S_TYPES, S_STACK, S_COLL, S_CONC = range(8)
-U_PH, U_ODD = range(2)
-_NF, _NI, _NS, _NU = 5, 20, 8, 2
+_NF, _NI, _NS, _NU = map(len, SCANNER_ROWS)
+# The scanner's phase classes (its U "ph" row).
 PH_X, PH_MEMORY = 1, 2
 
 
@@ -54,7 +66,7 @@ def available() -> bool:
 
 
 class NativeSlice:
-    """Events as the scanner's columns, with each event's group (fast_add G_*)."""
+    """Events as the scanner's columns, with each event's group (codes.G_*)."""
 
     __slots__ = ("n", "F", "I", "S", "codes", "group", "odd", "strs", "raws", "pairs")
 
@@ -73,7 +85,7 @@ class NativeSlice:
 
 class Parts(list):  # type: ignore[type-arg]
     """A slice read in pieces, in file order: scanned columns, and the events the scanner left
-    to msgspec between them (ColumnBuilder.add takes each in turn)."""
+    to msgspec between them (slices.add_slice takes each in turn)."""
 
 
 # A slice with more events than this left to msgspec is decoded by it whole: each piece costs a
@@ -135,7 +147,7 @@ def _trim(data: Any, lo: int, hi: int) -> int:
 
 def _first_refused(ns: NativeSlice) -> int:
     """The first event the columns do not take: profiler ranges, the profiler's own span, and GPU
-    events with values fast_add converts by its own rules."""
+    events with values the strict builder converts by its own rules."""
     g = ns.group
     bad = (g == G_CPR) | (g == G_TRACE) | ((g == G_GPU) & ns.odd)
     return int(bad.argmax()) if bad.any() else ns.n
@@ -150,106 +162,79 @@ def _columns(data: Any, lo: int, hi: int) -> tuple[NativeSlice, np.ndarray, int]
     I = np.frombuffer(ib, dtype=I64).reshape(_NI, n)  # noqa: E741
     S = np.frombuffer(sb, dtype=I32).reshape(_NS, n)
     U = np.frombuffer(ub, dtype=np.uint8).reshape(_NU, n)
-    ph = U[U_PH]
+    ph = U[ROW["ph"]]
     x = ph == PH_X
-    cats = S[S_CAT]
+    cats = S[ROW["kind"]]  # the category's string id
     lut = np.zeros(len(strs) + 1, dtype=I8)  # the last slot: skip events' -1
     for c in distinct(cats[x]):
-        lut[c] = _CODES[strs[c]]
+        lut[c] = CAT_CODES[strs[c]]
     codes = np.where(x, lut[cats], np.where(ph == PH_MEMORY, MEM_CODE, 0)).astype(I8)
-    ns = NativeSlice(n, F, I, S, codes, _GROUP[codes], U[U_ODD].view(np.bool_), strs, raws, pairs)
+    ns = NativeSlice(n, F, I, S, codes, GROUP[codes], U[ROW["odd"]].view(np.bool_), strs, raws, pairs)
     return ns, np.frombuffer(ob, dtype=I64), nxt
 
 
+def _column(ns: NativeSlice, col: Column, idx: np.ndarray, slut: np.ndarray, rlut: np.ndarray, tlut: np.ndarray) -> np.ndarray:
+    f = col.field
+    rule = f.rule
+    out: np.ndarray
+    if rule == KIND:
+        out = KIND_OF[ns.codes[idx]]
+    elif rule == THREAD:
+        out = tlut[ns.S[ROW[f.name]][idx]]
+    elif rule == RAW:
+        out = rlut[ns.S[ROW[f.name]][idx]]
+    elif rule in (NAME, TEXT, NONEMPTY_TEXT):  # the scanner left "" out of a NONEMPTY_TEXT row
+        out = slut[ns.S[ROW[f.name]][idx]]
+    elif rule in (TIME, NUMBER):
+        out = ns.F[ROW[f.name]][idx]
+    elif rule == DIM3:
+        r = ROW[f.rows[0]]
+        out = np.ascontiguousarray(ns.I[r : r + 3][:, idx].T)
+    else:  # ID, STREAM, DEVICE
+        out = ns.I[ROW[f.name]][idx].astype(f.dtype, copy=False)
+    return out
+
+
+# Per table: its columns, and its string, raw and thread rows.
+_READ = {t: read_columns(t) for t in TABLES}
+_STRING_ROWS = {t: [ROW[c.field.name] for c in cols if c.field.rule in (NAME, TEXT, NONEMPTY_TEXT)] for t, cols in _READ.items()}
+_RAW_ROWS = {t: [ROW[c.field.name] for c in cols if c.field.rule == RAW] for t, cols in _READ.items()}
+_THREAD_ROWS = {t: [ROW[c.field.name] for c in cols if c.field.rule == THREAD] for t, cols in _READ.items()}
+
+
 def add_native(b: ColumnBuilder, ns: NativeSlice) -> None:
-    """Append a scanned slice to `b`: the tables fast_add.add_strict makes of the same events."""
+    """Append a scanned slice to `b`: the tables the strict builder makes of the same events."""
     n = ns.n
     if n == 0:
+        b.commit(0, {})
         return
-    base = b.n_events
-    F, I, S, group, codes = ns.F, ns.I, ns.S, ns.group, ns.codes  # noqa: E741
-    ops, rt, gpu, pyfn, mem = (np.flatnonzero(group == g) for g in (G_OPS, G_RT, G_GPU, G_PYFN, G_MEM))
+    S, group = ns.S, ns.group
+    rows_of = {t: np.flatnonzero(group == g) for t, g in TABLE_GROUPS.items()}
+    rows_of = {t: idx for t, idx in rows_of.items() if len(idx)}
+
+    def used(which: dict[str, list[int]]) -> np.ndarray:
+        parts = [S[r][idx] for t, idx in rows_of.items() for r in which[t]]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=I32)
+
     # Intern only what the tables hold, as the strict builder does (unused strings would stay
     # in the trace's string table).
-    ids, strs = b.ids, ns.strs
-    slut = np.full(len(strs) + 1, NONE, dtype=I32)  # the last slot: the scanner's -1 (none)
-    used = np.concatenate((S[S_NAME][(group >= G_OPS) & (group <= G_PYFN)], S[S_STACK][ops], S[S_COLL][gpu]))
-    for k in distinct(used):
+    ids = b.string_ids
+    slut = _lut(used(_STRING_ROWS), ns.strs, ids.__getitem__)
+    rlut = _lut(used(_RAW_ROWS), ns.raws, ids.__getitem__)
+    tlut = _lut(used(_THREAD_ROWS), ns.pairs, b.thread_ids.__getitem__)
+    rows: dict[str, Rows] = {}
+    for t, idx in rows_of.items():
+        rows[t] = (idx, {c.name: _column(ns, c, idx, slut, rlut, tlut) for c in _READ[t]})
+    b.commit(n, rows)
+
+
+def _lut(local: np.ndarray, keys: list[Any], global_id: Callable[[Any], int]) -> np.ndarray:
+    """Builder id by the scanner's local id (its last slot: the scanner's -1, none)."""
+    lut = np.full(len(keys) + 1, NONE, dtype=I32)
+    for k in distinct(local):
         if k >= 0:
-            slut[k] = ids[strs[k]]
-    rlut = np.full(len(ns.raws) + 1, NONE, dtype=I32)
-    if len(ops):
-        raws = ns.raws
-        for k in distinct(np.concatenate((S[S_DIMS][ops], S[S_TYPES][ops], S[S_CONC][ops]))):
-            if k >= 0:
-                rlut[k] = ids[raws[k]]
-    tlut = np.full(len(ns.pairs) + 1, NONE, dtype=I32)
-    tids, pairs = b.thread_ids, ns.pairs
-    for k in distinct(S[S_PAIR][(group != G_GPU) & (group != 0)]):  # GPU rows have no thread
-        tlut[k] = tids[pairs[k]]
-    name, pair = S[S_NAME], S[S_PAIR]
-    ts, dur, ext = F[F_TS], F[F_DUR], I[I_EXT]
-    b.n_events += n
-    if len(ops):
-        b.ops.add(
-            ops + base,
-            kind=np.where(codes[ops] == C_OP, OP_CPU, OP_ANNOTATION).astype(I8),
-            ts=ts[ops],
-            dur=dur[ops],
-            ext_id=ext[ops],
-            seq=I[I_SEQ][ops],
-            fwd_tid=I[I_FWD][ops],
-            name=slut[name[ops]],
-            thread=tlut[pair[ops]],
-            dims=rlut[S[S_DIMS][ops]],
-            types=rlut[S[S_TYPES][ops]],
-            concrete=rlut[S[S_CONC][ops]],
-            stack=slut[S[S_STACK][ops]],
-        )
-    if len(rt):
-        b.rt.add(
-            rt + base,
-            ts=ts[rt],
-            dur=dur[rt],
-            correlation=I[I_CORR][rt],
-            ext_id=ext[rt],
-            name=slut[name[rt]],
-            thread=tlut[pair[rt]],
-        )
-    if len(gpu):
-        b.gpu.add(
-            gpu + base,
-            kind=_GPU_KIND[codes[gpu]],
-            device=I[I_DEV][gpu].astype(I32),
-            stream=I[I_STREAM][gpu],
-            ts=ts[gpu],
-            dur=dur[gpu],
-            correlation=I[I_CORR][gpu],
-            ext_id=ext[gpu],
-            grid=np.ascontiguousarray(I[I_G0 : I_G2 + 1][:, gpu].T),
-            block=np.ascontiguousarray(I[I_B0 : I_B2 + 1][:, gpu].T),
-            regs=I[I_REGS][gpu].astype(I32),
-            shmem=I[I_SHMEM][gpu],
-            blocks_per_sm=F[F_BPS][gpu],
-            warps_per_sm=F[F_WPS][gpu],
-            occupancy=F[F_OCC][gpu],
-            nbytes=I[I_NBYTES][gpu],
-            name=slut[name[gpu]],
-            collective=slut[S[S_COLL][gpu]],
-        )
-    if len(pyfn):
-        b.pyfn.add(pyfn + base, ts=ts[pyfn], dur=dur[pyfn], name=slut[name[pyfn]], thread=tlut[pair[pyfn]])
-    if len(mem):
-        b.mem.add(
-            mem + base,
-            thread=tlut[pair[mem]],
-            ts=ts[mem],
-            nbytes=I[I_MEM_BYTES][mem],
-            total_allocated=I[I_TOTAL_ALLOC][mem],
-            total_reserved=I[I_TOTAL_RES][mem],
-            device_type=I[I_DEV_TYPE][mem].astype(np.int16),
-            device_id=I[I_DEV_ID][mem].astype(np.int16),
-        )
+            lut[k] = global_id(keys[k])
+    return lut
 
 
 __all__ = ["MAX_PIECES", "NativeSlice", "Parts", "add_native", "available", "built", "scan"]

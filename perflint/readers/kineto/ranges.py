@@ -14,7 +14,7 @@ fits the column but cannot be is decided here, per field, with numpy over whole 
   (many events never do); the event's timing stays good. One warning counts what was dropped.
 - pid, tid, device, stream: labels (a thread's text, a key to match on), never summed or
   multiplied: any value the column holds is kept.
-- metadata (distributedInfo, deviceProperties, version keys; bounds in kineto.py): dropped as
+- metadata (distributedInfo, deviceProperties, version keys; bounds in metadata.py): dropped as
   unknown with a warning, since each is optional and the events are still sound.
 """
 

@@ -2,50 +2,47 @@
 
 The structs hold no references the cyclic GC must trace (`gc=False`: they are never
 tracked, so millions of them cost the collector nothing). Decoding straight into these structs (unknown keys skipped in C) is several times
-faster and smaller than building dicts. Field names are the Kineto
-arg names across versions (old traces say "external id", new "External id").
+faster and smaller than building dicts. The args structs are made from the column
+specification (columns.py): one attribute per arg key it names, across Kineto versions (old
+traces say "external id", new "External id").
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final, Literal, Union
+from typing import Any, Final, Literal, Optional, Union
 
 import msgspec
 from msgspec import field
 
-EMPTY_RAW = msgspec.Raw()
+from perflint.readers.kineto.columns import EMPTY_RAW, RAW, Field, args_fields
 
 
-class Args(msgspec.Struct, omit_defaults=True, gc=False):
-    ext: Any = field(name="External id", default=None)
-    ext_lc: Any = field(name="external id", default=None)
-    correlation: Any = None
-    seq: Any = field(name="Sequence number", default=None)
-    fwd_tid: Any = field(name="Fwd thread id", default=None)
-    dims: msgspec.Raw = field(name="Input Dims", default=EMPTY_RAW)
-    types: msgspec.Raw = field(name="Input type", default=EMPTY_RAW)
-    concrete: msgspec.Raw = field(name="Concrete Inputs", default=EMPTY_RAW)
-    stack: Any = field(name="Call stack", default=None)
-    grid: Any = None
-    block: Any = None
-    grid_dim: Any = None  # MindSpore GPU timeline ("8,1,1")
-    block_dim: Any = None
-    regs: Any = field(name="registers per thread", default=None)
-    shmem: Any = field(name="shared memory", default=None)
-    blocks_per_sm: Any = field(name="blocks per SM", default=None)
-    warps_per_sm: Any = field(name="warps per SM", default=None)
-    occupancy: Any = field(name="est. achieved occupancy %", default=None)
-    stream: Any = None
-    device: Any = None
-    nbytes: Any = field(name="bytes", default=None)
-    collective: Any = field(name="Collective name", default=None)
-    # [memory] instant events
-    mem_bytes: Any = field(name="Bytes", default=None)
-    total_allocated: Any = field(name="Total Allocated", default=None)
-    total_reserved: Any = field(name="Total Reserved", default=None)
-    device_type: Any = field(name="Device Type", default=None)
-    device_id: Any = field(name="Device Id", default=None)
+def _args_struct(name: str, fields: tuple[Field, ...], strict: bool) -> type[msgspec.Struct]:
+    """A struct of `fields`' args: untyped (Any, or Raw JSON text) and None when missing, or
+    with `strict` typed as the field says, defaulting to what the lenient builder makes of a
+    missing key. Every key but a field's last is Optional, so that a missing one is told from a
+    value; the other spellings come after all first ones (they are rare)."""
+    first: list[tuple[str, Any, Any]] = []
+    others: list[tuple[str, Any, Any]] = []
+    for f in fields:
+        for i, (attr, key) in enumerate(zip(f.attrs, f.keys)):
+            last = i == len(f.keys) - 1
+            typ: Any
+            if f.rule == RAW:
+                typ, default = msgspec.Raw, EMPTY_RAW
+            elif not strict:
+                typ, default = Any, None
+            else:
+                default = f.missing if last else None
+                typ = f.strict if default is not None or f.strict is Any else Optional[f.strict]
+            (first if i == 0 else others).append((attr, typ, field(name=key, default=default)))
+    return msgspec.defstruct(name, first + others, omit_defaults=True, gc=False)
+
+
+# Every arg the tables read, as the lenient schema decodes it.
+Args = _args_struct("Args", args_fields(complete_only=False), strict=False)
+DEFAULT_ARGS = Args()
 
 
 class Event(msgspec.Struct, gc=False):
@@ -56,7 +53,7 @@ class Event(msgspec.Struct, gc=False):
     tid: Any = None
     ts: Any = None
     dur: Any = None
-    args: Union[Args, None] = None
+    args: Union[Args, None] = None  # type: ignore[valid-type]
 
 
 class _TraceMeta(msgspec.Struct, kw_only=True, gc=False):
@@ -82,7 +79,6 @@ TraceDoc = Union[TraceFile, list[Event]]
 DECODER: msgspec.json.Decoder[TraceDoc] = msgspec.json.Decoder(TraceDoc)
 # One slice of the traceEvents array, wrapped in brackets (the chunked reader).
 EVENTS_DECODER: msgspec.json.Decoder[list[Event]] = msgspec.json.Decoder(list[Event])
-DEFAULT_ARGS = Args()
 
 
 # --------------------------------------------------------------------------- the strict schema
@@ -92,37 +88,13 @@ DEFAULT_ARGS = Args()
 # field is the float the lenient column conversion makes of it); anything odd (bools, strings
 # or floats in id fields, nulls, a phase not listed, a missing ph) fails here and takes the
 # lenient path. Defaults are what the lenient builder makes of a missing key (NONE ids, NaN
-# times); the Optional ones are those whose missing value depends on another field.
+# times; columns.Field.missing).
 
-_NONE = -1
 _NAN = float("nan")
 
 
-class XArgs(msgspec.Struct, gc=False):
-    # In the order Kineto writes them (cpu_op, then kernel args): msgspec matches a key against
-    # the field after the last one matched first.
-    ext: Union[int, None] = field(name="External id", default=None)
-    dims: msgspec.Raw = field(name="Input Dims", default=EMPTY_RAW)
-    types: msgspec.Raw = field(name="Input type", default=EMPTY_RAW)
-    concrete: msgspec.Raw = field(name="Concrete Inputs", default=EMPTY_RAW)
-    fwd_tid: int = field(name="Fwd thread id", default=_NONE)
-    seq: int = field(name="Sequence number", default=_NONE)
-    # Read from GPU events only, and other events carry them with other types (a runtime call's
-    # "stream": "0x0" on ROCm): untyped, and the GPU columns check the types they get.
-    device: Any = None
-    stream: Any = None
-    correlation: int = _NONE
-    regs: Any = field(name="registers per thread", default=_NONE)
-    shmem: Any = field(name="shared memory", default=_NONE)
-    blocks_per_sm: Any = field(name="blocks per SM", default=_NAN)
-    warps_per_sm: Any = field(name="warps per SM", default=_NAN)
-    grid: tuple[int, int, int] = (0, 0, 0)
-    block: tuple[int, int, int] = (0, 0, 0)
-    occupancy: Any = field(name="est. achieved occupancy %", default=_NAN)
-    nbytes: Any = field(name="bytes", default=_NONE)
-    collective: Any = field(name="Collective name", default=None)
-    stack: Union[str, None] = field(name="Call stack", default=None)
-    ext_lc: int = field(name="external id", default=_NONE)
+# The args of complete events, typed; GPU-only ones stay untyped (columns.Field.strict).
+XArgs = _args_struct("XArgs", args_fields(complete_only=True), strict=True)
 
 
 class _AnyArgs(msgspec.Struct, gc=False):
@@ -148,7 +120,7 @@ class XEvent(StrictEvent, tag="X", gc=False):
     tid: Union[int, str, None] = None
     ts: float = _NAN
     dur: float = _NAN
-    args: XArgs = field(default_factory=XArgs)
+    args: XArgs = field(default_factory=XArgs)  # type: ignore[valid-type]
 
 
 class IEvent(StrictEvent, tag="i", gc=False):
@@ -159,7 +131,7 @@ class IEvent(StrictEvent, tag="i", gc=False):
     pid: Any = None
     tid: Any = None
     ts: Any = None
-    args: Union[Args, None] = None
+    args: Union[Args, None] = None  # type: ignore[valid-type]
 
 
 class IEventUpper(IEvent, tag="I", gc=False):
