@@ -17,7 +17,7 @@ import numpy as np
 from perflint.engine.expr import compile_expr
 from perflint.engine.rule_core import RuleCore
 from perflint.facts import Context, Row
-from perflint.findings import Finding
+from perflint.findings import Finding, reaches
 from perflint.stepmodel import Fix, step_model
 from perflint.stepmodel.whatif import RESIDUAL
 from perflint.units import fmt_duration
@@ -101,7 +101,7 @@ def apply_step_impacts(ctx: Context, pending: list[Pending]) -> dict[str, Any] |
         f.evidence["step_saving_per_step_us"] = saving / got.steps
         f.evidence["step_us"] = per_step
         f.impact_us = saving
-        if saving < floor and f.severity in ("error", "warning"):
+        if saving < floor and reaches(f.severity, "warning"):
             f.evidence["severity_before_step_model"] = f.severity
             f.severity = "info"
             pct = 100.0 * saving / got.replayed_us
