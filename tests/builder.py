@@ -182,6 +182,11 @@ class TraceBuilder:
     def memset(self, ts: float, dur: float, nbytes: int, launch_ts: float | None = None, stream: int = 7) -> int:
         return self._gpu("gpu_memset", "Memset (Device)", ts, dur, stream, launch_ts, "cudaMemsetAsync", 3.0, {"bytes": nbytes}, 0)
 
+    def wait_for_gpu(self, ts: float, until: float) -> None:
+        """A cudaDeviceSynchronize from `ts` that returns 2 us after `until` (the end of the step's
+        GPU work): the step waits on its GPU work, as a loop that reads its loss each step does."""
+        self.runtime("cudaDeviceSynchronize", ts, until + 2 - ts)
+
     def pyfn(self, name: str, ts: float, dur: float, tid: int | None = None) -> None:
         self.events.append(
             {"ph": "X", "cat": "python_function", "name": name, "pid": self.pid, "tid": self.tid if tid is None else tid,

@@ -21,6 +21,7 @@ import msgspec
 
 from perflint.engine.expr import ExprError, compile_expr, names_in
 from perflint.findings import Severity
+from perflint.stepmodel.whatif import Change
 
 ParamType = Literal["float", "int", "bool", "str", "list"]
 CODE_PATTERN = r"^[A-Z]{2,6}[0-9]{3}$"
@@ -101,6 +102,37 @@ class Group(_Spec, frozen=True):
     top: Annotated[int, msgspec.Meta(ge=1, description="rows listed in the finding's evidence, most impact first")] = 5
 
 
+class WhatIf(_Spec, frozen=True):
+    """What the finding's fix changes in the step's dependency graph. The finding's impact is then
+    the analysed steps' time the step model's replay with that change saves, not an estimate of
+    the work it removes: work the step does not wait on saves nothing."""
+
+    change: Annotated[
+        Change,
+        _doc(
+            "shorten_gpu: its GPU work runs `factor` shorter (default: the rule's impact over that work's time); "
+            "overlap_gpu: its GPU work runs beside its stream's other work; unblock_calls: its calls stop waiting "
+            "for the GPU; remove_calls: its calls take no time; cap_calls: its calls take at most `to_us`; "
+            "pin_copies: its copies run `factor` shorter and their calls return at once; remove_cpu: the CPU time "
+            "in its spans is gone; fast_launches: per-launch host overhead is gone (launch calls take `to_us`); "
+            "host_keeps_up: all host time but waits for the GPU is gone"
+        ),
+    ]
+    gpu: Annotated[str, _doc("the row field holding the GPU activities it changes")] = "_gpu"
+    calls: Annotated[str, _doc("the row field holding the runtime calls it changes")] = "_calls"
+    spans: Annotated[str, _doc("the row field holding the CPU spans it removes")] = "_spans"
+    factor: Annotated[str | None, _doc("share of the GPU work's time saved (expression over the finding's fields)")] = None
+    to_us: Annotated[str | None, _doc("the calls' new length, µs (expression over the finding's fields)")] = None
+
+    def __post_init__(self) -> None:
+        for key, text in (("factor", self.factor), ("to_us", self.to_us)):
+            if text is not None:
+                try:
+                    compile_expr(text)
+                except ExprError as exc:
+                    raise ValueError(f"'{key}': {exc}") from None
+
+
 class Cap(_Spec, frozen=True):
     """A finding is at most `severity` where `when` holds (e.g. a verdict over a whole trace
     without steps)."""
@@ -145,6 +177,7 @@ class RuleCore(_Spec, frozen=True, kw_only=True, rename={"assert_": "assert"}):
     references: list[Reference] = []
     group: Annotated[Group | None, _doc("one finding per group of failing rows instead of one per row")] = None
     at_most: Annotated[list[Cap], _doc("severity caps: at most this severity where a condition holds")] = []
+    what_if: Annotated[WhatIf | None, _doc("what the fix changes in the step model; the impact is then its step-time saving")] = None
 
     def __post_init__(self) -> None:
         problems = []
@@ -160,6 +193,8 @@ class RuleCore(_Spec, frozen=True, kw_only=True, rename={"assert_": "assert"}):
         """(key, text) of every expression in the rule."""
         out = [("where", self.where), ("assert", self.assert_)]
         out += [(k, v) for k, v in (("impact", self.impact), ("min_impact_us", self.min_impact_us)) if isinstance(v, str)]
+        if self.what_if is not None:
+            out += [(f"what_if.{k}", v) for k, v in (("factor", self.what_if.factor), ("to_us", self.what_if.to_us)) if v is not None]
         return out + [(f"at_most.{i}.when", c.when) for i, c in enumerate(self.at_most)]
 
     def defaults(self) -> dict[str, Any]:
@@ -236,5 +271,5 @@ def json_schema() -> dict[str, Any]:
 
 __all__ = [
     "CODE_RE", "ENGINE_FIELDS", "NAME_RE", "Cap", "Group", "Param", "Reference", "RuleCore",
-    "RuleSchemaError", "Severity", "coerce_param", "json_schema", "parse_rule",
+    "RuleSchemaError", "Severity", "WhatIf", "coerce_param", "json_schema", "parse_rule",
 ]  # fmt: skip

@@ -9,6 +9,7 @@ from typing import Any
 
 from perflint.baseline import identity
 from perflint.engine.expr import Fn, compile_expr
+from perflint.engine.impacts import Pending, apply_step_impacts
 from perflint.engine.message import render
 from perflint.engine.rule_core import RuleCore
 from perflint.facts import RUN_EMPTY, RUN_SOURCES, SOURCES, Context, Row, load_all, missing, rows
@@ -142,13 +143,26 @@ def evaluate(
     one finding per distinct message, at most MAX_FINDINGS (most impact first). `role` is the
     trace's identity across runs (default: its normalized file name), `roles` the roles of trace
     paths the rows name (default: this trace's)."""
+    return [p.finding for p in evaluated(ar, facts, key, trace, rank, role, roles)]
+
+
+def evaluated(
+    ar: ActiveRule,
+    facts: list[Row],
+    key: tuple[str, ...],
+    trace: str,
+    rank: int | None,
+    role: str | None = None,
+    roles: Mapping[str, str] | None = None,
+) -> list[Pending]:
+    """`evaluate`'s findings, each with the fields it was rendered from and its rows."""
     if role is None:
         role = identity.normalize_name(os.path.basename(trace))
     if roles is None:
         roles = {trace: role}
     rule = ar.rule
-    out: list[Finding] = []
-    seen: dict[str, Finding] = {}
+    out: list[Pending] = []
+    seen: dict[str, Pending] = {}
     for env, members, ident in _grouped(ar, _hits(ar, facts), key):
         top = members[0].row
         ident_row = env if rule.group is not None else top
@@ -164,8 +178,9 @@ def evaluate(
         twin = seen.get(message)
         if twin is not None:  # the same words twice: one finding, its impact the sum
             if impact is not None:
-                twin.impact_us = (twin.impact_us or 0.0) + impact
-            twin.evidence["repeats"] = twin.evidence.get("repeats", 1) + 1
+                twin.finding.impact_us = (twin.finding.impact_us or 0.0) + impact
+            twin.finding.evidence["repeats"] = twin.finding.evidence.get("repeats", 1) + 1
+            twin.members.extend(h.row for h in members)
             continue
         f = Finding(
             code=rule.code,
@@ -186,11 +201,12 @@ def evaluate(
             role=role,
             subject=dict(zip(ident, identity.subject(ident, ident_row, roles))),
         )
-        seen[message] = f
-        out.append(f)
-    out.sort(key=lambda f: -(f.impact_us or 0.0))
+        p = Pending(rule, f, env, [h.row for h in members])
+        seen[message] = p
+        out.append(p)
+    out.sort(key=lambda p: -(p.finding.impact_us or 0.0))
     if len(out) > MAX_FINDINGS:
-        out[MAX_FINDINGS - 1].evidence["more_findings"] = len(out) - MAX_FINDINGS
+        out[MAX_FINDINGS - 1].finding.evidence["more_findings"] = len(out) - MAX_FINDINGS
     return out[:MAX_FINDINGS]
 
 
@@ -237,14 +253,18 @@ def check_trace(subject: Context | Trace, active: list[ActiveRule], role: str | 
         role=role,
     )
     capabilities: dict[str, str | None] = {}
+    pending: list[Pending] = []
     for ar in active:
         if ar.rule.scope not in SOURCES:
             continue  # run-level rule: evaluated over all traces afterwards
         reason = missing(ctx, ar.rule.requires, capabilities)
-        found = [] if reason else evaluate(ar, rows(ctx, ar.rule.scope), SOURCES[ar.rule.scope].key, trace.path, trace.rank, role)
-        _cap_impacts(found, window)
+        done = [] if reason else evaluated(ar, rows(ctx, ar.rule.scope), SOURCES[ar.rule.scope].key, trace.path, trace.rank, role)
+        pending += [p for p in done if ar.rule.what_if is not None]
+        found = [p.finding for p in done]
         result.statuses.append(status_of(ar, found, reason))
         result.findings.extend(found)
+    result.metrics["step_model"] = {"what_if_all": apply_step_impacts(ctx, pending)}
+    _cap_impacts(result.findings, window)
     if "trace" in SOURCES:
         (row,) = rows(ctx, "trace") or [{}]
         result.rank_row = {k: v for k, v in row.items() if isinstance(v, (int, float, str, bool, type(None)))}

@@ -158,4 +158,6 @@ def _host_numbers(ctx: Context, out: dict[str, Any]) -> dict[str, Any]:
 
 @enricher("trace", fields=FIELDS)
 def _enrich(ctx: Context, row: Row) -> Row:
-    return comm_numbers(ctx)
+    # The communication kernels, for the step model's what-if of overlapping them with compute.
+    t = ctx.trace
+    return {**comm_numbers(ctx), "_comm_gpu": np.flatnonzero((t.gpu.kind == KERNEL) & comm_mask(t))}

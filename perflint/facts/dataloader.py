@@ -21,6 +21,7 @@ from perflint.facts._spans import EMPTY, Spans, length, overlap, spans, step_win
 from perflint.graph.names import dataloader_ops
 from perflint.metrics.stats import np_median
 from perflint.model import DATA_WAIT_PREFIX, GPU_SYNC, Trace
+from perflint.stepmodel.graph import op_spans
 
 FIELDS = {
     "dataloader_pct": "median over analysis steps of exposed data-loader time (TB plugin DataLoader role) / step time, %",
@@ -86,4 +87,5 @@ def dataloader_numbers(ctx: Context) -> dict[str, Any]:
 
 @enricher("trace", fields=FIELDS)
 def _enrich(ctx: Context, row: Row) -> Row:
-    return dataloader_numbers(ctx)
+    # The DataLoader's spans, for the step model's what-if of loading in the background.
+    return {**dataloader_numbers(ctx), "_dataloader_spans": op_spans(ctx.trace, dataloader_ops(ctx.trace))}

@@ -21,6 +21,7 @@ from perflint.graph.build import is_step_marker, ops_by_thread_ts
 from perflint.ids import distinct
 from perflint.model import NONE, OP_CPU, Trace
 from perflint.stepmodel import device_work
+from perflint.stepmodel.graph import trace_facts
 from perflint.stepmodel.usage import GAP_FLOOR_US, window_gaps
 
 FIELDS = {
@@ -211,11 +212,14 @@ def gpu_gaps(ctx: Context) -> list[Row]:
         ops_at[i] = c
     # Group by the op's stack of names: the same op in every step is one finding.
     groups: dict[tuple[str, ...], dict[str, Any]] = {}
-    for op, a, b, step in zip(ops_at, a_all.tolist(), b_all.tolist(), steps):
+    canon = trace_facts(t).canon
+    lanes = [int(canon[th]) if th != NONE else NONE for th in thread.tolist()]
+    for op, a, b, step, lane in zip(ops_at, a_all.tolist(), b_all.tolist(), steps, lanes):
         stack = stack_names(ctx, int(sk[op])) if op != NONE else ()
-        grp = groups.setdefault(stack, {"gaps": [], "steps": []})
+        grp = groups.setdefault(stack, {"gaps": [], "steps": [], "spans": []})
         grp["gaps"].append(b - a)
         grp["steps"].append(step)
+        grp["spans"].append((lane, a, b))
     kernels = sum(u.kernel_count for u in m.usage)
     out: list[Row] = []
     for stack, grp in groups.items():
@@ -223,6 +227,7 @@ def gpu_gaps(ctx: Context) -> list[Row]:
         i = int(np.argmax(gaps))
         out.append(
             {
+                "_spans": tuple(grp["spans"]),  # the gaps on their threads, for the step model's what-if
                 "op": stack[-1] if stack else None,
                 "op_label": stack[-1] if stack else "no recorded CPU op",
                 "op_stack": list(stack),

@@ -128,6 +128,7 @@ def kernel_groups(ctx: Context) -> list[Row]:
         kc = classify_kernel(kname, vendor)
         rows.append(
             {
+                "_gpu": r,  # the group's GPU rows, for the step model's what-if of its fix
                 "kernel": kname,
                 "category": CATEGORIES[int(cls.category[longest])],
                 "tensor_cores": None if tc < 0 else bool(tc),

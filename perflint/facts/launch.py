@@ -232,6 +232,7 @@ def _group_rows(ctx: Context, L: _Launches) -> list[Row]:
         runtime = float(dur.sum())
         out.append(
             {
+                "_calls": idx[pos][over],  # the outlier calls, for the step model's what-if
                 "api": t.s(int(rt.name[idx[first]])),
                 "op": info.stack[-1] if info.stack else None,
                 "top_level_op": info.stack[0] if info.stack else None,

@@ -107,8 +107,11 @@ def memcpy_groups(ctx: Context) -> list[Row]:
         direction, host = kinds[int(kind[first])]
         api_name = apis[int(api[first])]
         bottom = info.stack[-1] if info.stack else None
+        calls = g.launch[idx]
         out.append(
             {
+                "_gpu": idx,  # the copies and their launch calls, for the step model's what-if
+                "_calls": calls[calls != NONE],
                 "direction": direction,
                 "host_memory": host,
                 "pageable": host == "pageable",
@@ -228,6 +231,7 @@ def memcpy_share(ctx: Context) -> list[Row]:
         top = [(op, int(n), us) for op, (n, us) in sorted(per_op.items(), key=lambda kv: -kv[1][1])[:3]]
         out.append(
             {
+                "_gpu": np.concatenate([r["_gpu"] for r in groups]),
                 "direction": direction,
                 "count": sum(r["count"] for r in groups),
                 "bytes": sum(r["bytes"] for r in groups),
@@ -290,6 +294,7 @@ def alloc_groups(ctx: Context) -> list[Row]:
         dur = rt.dur[np.asarray(rs)]
         out.append(
             {
+                "_calls": np.asarray(rs, dtype=np.int64),
                 "api": t.s(api),
                 "op": stack[-1] if stack else None,
                 "top_level_op": stack[0] if stack else None,

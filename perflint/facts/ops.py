@@ -249,6 +249,9 @@ def op_groups(ctx: Context) -> list[Row]:
         for f0, total in zip(pair.first.tolist(), psum.tolist()):
             kern[int(gk[km][f0])][int(gpu.name[rows_k[km][f0]])] = total
 
+    # Each group's kernels (and its matrix kernels), for the step model's what-if of its fix.
+    korder = np.argsort(gk, kind="stable")
+    kbound = np.searchsorted(gk[korder], np.arange(ng + 1)).tolist()
     has_gpu = total_kernel > 0
     denom_cpu = (window_us(ctx) or 0.0) if ctx.steps else float(ops.dur[(ops.depth == 0) & (ops.kind == OP_CPU)].sum())
     dev = primary_device(ctx)
@@ -274,8 +277,11 @@ def op_groups(ctx: Context) -> list[Row]:
         ktime = g["fwd"] + g["bwd"]
         share = 100.0 * ktime / total_kernel if has_gpu else 0.0
         cpu_share = 100.0 * g["cpu"] / denom_cpu if denom_cpu else None
+        mine = korder[kbound[gi] : kbound[gi + 1]]
         rows.append(
             {
+                "_gpu": rows_k[mine],
+                "_gpu_matrix": rows_k[mine[km[mine]]],
                 "op": name,
                 "op_class": op_class(name),
                 "op_stack": list(info.stack),

@@ -25,6 +25,7 @@ from perflint.graph.build import runtime_source
 from perflint.ids import distinct, isin_ids
 from perflint.metrics.apis import is_launch, is_sync_copy, sync_kind
 from perflint.model import MEMCPY, NONE, OP_CPU, Trace
+from perflint.stepmodel.graph import calls_inside
 
 SYNC_OPS = {"aten::item": "item", "aten::_local_scalar_dense": "item"}
 _DIRECTION = re.compile(r"Memcpy (\w+)")
@@ -351,6 +352,8 @@ def _row(ctx: Context, ev: _Events, first: _First, ops: np.ndarray, calls: np.nd
     sizes = sizes[sizes >= 0]
     kind, category, stack, count = first.kind, first.category, first.info.stack, waits.count
     return {
+        # The runtime calls that waited (those inside the sync ops too), for the step model's what-if.
+        "_calls": np.concatenate([calls.astype(np.int64), calls_inside(ctx.trace, ops.astype(np.int64))]),
         "kind": kind,
         "category": "memcpy" if category == 2 else "pageable_copy" if category == 3 else sync_kind(kind) or SYNC_OPS[kind],
         "op": stack[-1] if stack else None,

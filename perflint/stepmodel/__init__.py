@@ -14,13 +14,16 @@ from perflint.metrics.kernels import CATEGORIES
 from perflint.metrics.stats import np_median
 from perflint.model import Trace
 from perflint.stepmodel.critical import BOUND, Segment, attribution, critical_path, recorded_attribution
-from perflint.stepmodel.simulate import StepReplay, replay, step_graphs, unreplayable, why_off
+from perflint.stepmodel.simulate import ANCHORED_MAX, BlockReplay, anchored_note, block_graph, replay, why_off
 from perflint.stepmodel.usage import DeviceSpans, StepUsage, device_spans, step_usage
+from perflint.stepmodel.whatif import CHANGES, Fix, Savings, savings
 from perflint.stepmodel.window import StepWindow, Window, analysis_window, device_work, step_at
 
 REPLAY_OK_PCT = 3.0  # a replay further off than this says which edge the trace could not give
 
-__all__ = ["DeviceSpans", "StepModel", "StepUsage", "StepWindow", "Window", "device_work", "step_at", "step_model"]
+__all__ = [
+    "CHANGES", "DeviceSpans", "Fix", "Savings", "StepModel", "StepUsage", "StepWindow", "Window", "device_work", "step_at", "step_model",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -86,64 +89,94 @@ class StepModel:
         return float(np_median(durs)) if durs and self.window.has_steps else None
 
     @cached_property
-    def replays(self) -> tuple[StepReplay | None, ...]:
-        """Each analysed step's graph replayed with the measured durations (None: it cannot be)."""
-        out: list[StepReplay | None] = []
-        for g in step_graphs(self.trace, self.window):
-            out.append(None if unreplayable(self.trace, g) else StepReplay(g, replay(g)))
-        return tuple(out)
+    def block(self) -> BlockReplay | None:
+        """The analysed steps' graph (a run of at most MAX_STEPS of them) replayed with the
+        measured durations."""
+        got = block_graph(self.trace, self.window)
+        if got is None:
+            return None
+        g, first = got
+        return BlockReplay(g, replay(g), first)
+
+    def _replayable(self, j: int) -> bool:
+        """Whether the block's step j is a replay (most of its GPU work has a launch call)."""
+        return self.block is not None and float(self.block.anchored[j]) <= ANCHORED_MAX
 
     @property
     def replay_error_pct(self) -> float | None:
-        """Median over the analysed steps of |replayed - measured| / measured, %."""
-        errs = [r.error_pct for r in self.replays if r is not None]
+        """Median over the replayed steps of |replayed - measured| / measured, %."""
+        r = self.block
+        errs = [r.error_pct(j) for j in range(r.steps) if self._replayable(j)] if r is not None else []
         return float(np_median(errs)) if errs else None
 
-    @cached_property
-    def replay_notes(self) -> tuple[str, ...]:
-        """Why the replay cannot be made, or where it is more than REPLAY_OK_PCT off: which edge
-        the trace could not give (the median step's words)."""
-        if not self.steps:
-            return ()
-        i = self.median_index
-        r = self.replays[i]
+    @property
+    def median_step(self) -> int | None:
+        """The replayed step of median measured duration (the lower of the two middle ones), as
+        an index into the block."""
+        r = self.block
         if r is None:
-            why = next((unreplayable(self.trace, g) for k, g in enumerate(step_graphs(self.trace, self.window)) if k == i), None)
-            return (f"no replay: {why}",) if why else ()
-        err = self.replay_error_pct
-        if err is not None and err > REPLAY_OK_PCT:
-            return (f"the replay is {err:.1f}% off the measured steps: {why_off(self.trace, r)}",)
-        return ()
+            return None
+        durs = [r.measured_us(j) for j in range(r.steps)]
+        return int(np.argsort(durs, kind="stable")[(len(durs) - 1) // 2])
 
     @property
     def median_index(self) -> int:
-        """The analysed step of median duration (the lower of the two middle ones)."""
-        durs = [s.us for s in self.steps]
-        return int(np.argsort(durs, kind="stable")[(len(durs) - 1) // 2])
+        """The median step's index among the analysed steps."""
+        r, j = self.block, self.median_step
+        return 0 if r is None or j is None else r.first + j
+
+    @cached_property
+    def replay_notes(self) -> tuple[str, ...]:
+        """What the replay could not derive, in the median step's words: GPU work without a launch
+        call, and where the replay is more than REPLAY_OK_PCT off, which edge is missing."""
+        r, j = self.block, self.median_step
+        if r is None or j is None:
+            return ()
+        share = float(r.anchored[j])
+        if share > ANCHORED_MAX:
+            return (f"no replay: {anchored_note(self.trace, share)}",)
+        notes = [anchored_note(self.trace, share)] if share > 0 else []
+        err = self.replay_error_pct
+        if err is not None and err > REPLAY_OK_PCT:
+            notes.append(f"the replay is {err:.1f}% off the measured steps: {why_off(self.trace, r, j)}")
+        if len(self.steps) > r.steps:
+            notes.append(f"{r.steps} of the {len(self.steps)} analysed steps replayed (the middle ones); fixes save per step what they save there")
+        return tuple(notes)
 
     def critical_path(self) -> list[Segment]:
-        """The median step's critical path (replayed times); empty where it cannot be replayed."""
-        r = self.replays[self.median_index] if self.steps else None
-        return [] if r is None else critical_path(self.trace, r.graph, r.replayed)
+        """The median step's critical path (replayed times); empty where it is not a replay."""
+        r, j = self.block, self.median_step
+        if r is None or j is None or not self._replayable(j):
+            return []
+        return critical_path(self.trace, r.graph, r.replayed, j)
 
     def bound_by(self) -> list[tuple[str, float]]:
-        """What the median step waits on: time per category along its critical path, and the
-        measured time the replay does not explain ("other"), adding up to the measured step."""
-        if not self.steps:
+        """What bounds the median step: time per category along its critical path, and the
+        measured time the replay does not explain ("other"), adding up to the measured step.
+        A step that cannot be replayed is shared out by what the trace recorded."""
+        r, j = self.block, self.median_step
+        if r is None or j is None:
             return []
-        r = self.replays[self.median_index]
-        if r is None:
+        if not self._replayable(j):
             s = self.steps[self.median_index]
             got = recorded_attribution(self.trace, s.lo, s.hi)
             return sorted(((k, v) for k, v in got.items() if v > 0), key=lambda kv: (-kv[1], BOUND.index(kv[0])))
-        got = attribution(critical_path(self.trace, r.graph, r.replayed))
+        got = attribution(critical_path(self.trace, r.graph, r.replayed, j))
         scale = 1.0
-        rest = r.graph.measured_us - r.replayed_us
+        rest = r.measured_us(j) - r.replayed_us(j)
         if rest > 0:
             got["other"] = got.get("other", 0.0) + rest
-        elif r.replayed_us > 0:  # the replay ran long: its pieces, scaled to the measured step
-            scale = r.graph.measured_us / r.replayed_us
+        elif r.replayed_us(j) > 0:  # the replay ran long: its pieces, scaled to the measured step
+            scale = r.measured_us(j) / r.replayed_us(j)
         return sorted(((k, v * scale) for k, v in got.items() if v > 0), key=lambda kv: (-kv[1], BOUND.index(kv[0])))
+
+    def what_if(self, fixes: list[Fix]) -> Savings | None:
+        """The analysed steps' time each fix saves alone, and all of them together, from replays
+        of the steps' graph with the fixes applied; None when the steps cannot be replayed."""
+        r = self.block
+        if r is None or float(np.mean(r.anchored)) > ANCHORED_MAX:
+            return None
+        return savings(self.trace, r.graph, r.replayed, fixes, len(self.steps) / r.steps)
 
     def category_us(self) -> dict[str, float]:
         """GPU time per kernel category over the analysed steps."""

@@ -19,7 +19,23 @@ from perflint.metrics.apis import is_launch
 from perflint.metrics.intervals import clip_length, merge
 from perflint.metrics.kernels import CATEGORIES, classify
 from perflint.model import NONE, Trace
-from perflint.stepmodel.graph import CALL, E_CPU, E_END, E_EVENT, E_LAUNCH, E_NEST, E_STREAM, E_THREAD, GPU, RETURN, StepGraph, trace_facts
+from perflint.stepmodel.graph import (
+    CALL,
+    E_CPU,
+    E_END,
+    E_EVENT,
+    E_LAUNCH,
+    E_NEST,
+    E_STREAM,
+    E_THREAD,
+    END,
+    GPU,
+    MARK,
+    MARK_END,
+    RETURN,
+    StepGraph,
+    trace_facts,
+)  # fmt: skip
 from perflint.stepmodel.replay import Replayed
 
 # Bound-by categories, in the order reports list them.
@@ -61,38 +77,49 @@ def _cpu_name(t: Trace, r: int) -> str:
     return t.s(int(t.runtime.name[r]))
 
 
-def critical_path(t: Trace, g: StepGraph, rp: Replayed) -> list[Segment]:
-    """The step's critical path as segments from its start to its end (replayed times)."""
+def critical_path(t: Trace, g: StepGraph, rp: Replayed, i: int) -> list[Segment]:
+    """Step i's critical path as segments from its replayed start to its replayed end."""
+    lo = float(g.replayed_windows(rp.start)[0][i])
     out: list[Segment] = []
-    v = g.end
+    v = int(g.step_end[i])
     while True:
         k, ref = int(g.kind[v]), int(g.ref[v])
         s, e = float(rp.start[v]), float(rp.end[v])
-        if e > s:
-            out.append(_node_segment(t, g, v, k, ref, s, e))
+        if e > s and e > lo:
+            out.append(_node_segment(t, g, v, k, ref, max(s, lo), e))
+        if s <= lo:
+            break
         b = int(rp.binding[v])
-        if b < 0:
-            if s > g.lo:  # the step's start to the node's release: CPU time before its first call
-                th = int(trace_facts(t).thread[ref]) if k in (CALL, RETURN) else NONE
-                out.extend(reversed(_cpu_split(t, th, _lane(t, g, v), g.lo, s, g.lo)))
+        if b < 0:  # the node's release: CPU time before the first call, since the step's start
+            out.extend(reversed(_cpu_split(t, _thread_of(t, g, v), _lane(t, g, v), lo, s, lo)))
             break
         p = int(g.pred[b])
         from_t = float(rp.start[p] if g.from_start[b] else rp.end[p])
         if s > from_t:
-            out.extend(_edge_segments(t, g, b, p, v, from_t, s))
+            out.extend(reversed(_edge_segments(t, g, b, p, v, from_t, s, lo)))
+        if from_t <= lo:
+            break
         v = p
     out.reverse()
     return out
+
+
+def _thread_of(t: Trace, g: StepGraph, v: int) -> int:
+    """The CPU thread (as the graphs number them) of a CPU node, NONE for GPU nodes."""
+    k, ref = int(g.kind[v]), int(g.ref[v])
+    if k in (CALL, RETURN):
+        return int(trace_facts(t).thread[ref])
+    if k in (MARK, MARK_END, END):
+        return int(g.step_thread[ref])
+    return NONE
 
 
 def _lane(t: Trace, g: StepGraph, v: int) -> str:
     k, ref = int(g.kind[v]), int(g.ref[v])
     if k == GPU:
         return f"GPU stream {int(t.gpu.stream[ref])}"
-    if k in (CALL, RETURN):
-        pid, tid = t.threads[int(t.runtime.thread[ref])]
-        return f"CPU thread {tid}"
-    return "step"
+    th = _thread_of(t, g, v)
+    return f"CPU thread {t.threads[th][1]}" if th != NONE else "step"
 
 
 def _node_segment(t: Trace, g: StepGraph, v: int, k: int, ref: int, s: float, e: float) -> Segment:
@@ -101,24 +128,27 @@ def _node_segment(t: Trace, g: StepGraph, v: int, k: int, ref: int, s: float, e:
     if k == RETURN:
         return Segment("sync", _lane(t, g, v), s, e, _cpu_name(t, ref))
     name = _cpu_name(t, ref)
-    return Segment("launch" if is_launch(name) else "cpu", _lane(t, g, v), s, e, name)
+    # A copy call's own time is the host side of the copy (staging through pageable memory).
+    cat = "memcpy" if "Memcpy" in name or "memcpy" in name else "launch" if is_launch(name) else "cpu"
+    return Segment(cat, _lane(t, g, v), s, e, name)
 
 
-def _edge_segments(t: Trace, g: StepGraph, b: int, p: int, v: int, a: float, z: float) -> list[Segment]:
+def _edge_segments(t: Trace, g: StepGraph, b: int, p: int, v: int, a: float, z: float, lo: float) -> list[Segment]:
+    """The edge's delay [a, z] (replayed), the part after `lo`, by what the time was."""
     et = int(g.etype[b])
     lane = _lane(t, g, p if et == E_END else v)
+    cut = max(a, lo)
     if et == E_LAUNCH:
-        return [Segment("launch", lane, a, z, "launch latency")]
+        return [Segment("launch", lane, cut, z, "launch latency")]
     if et == E_STREAM:
-        return [Segment("launch", lane, a, z, "gap between kernels")]
+        return [Segment("launch", lane, cut, z, "gap between kernels")]
     if et == E_EVENT:
-        return [Segment("event", lane, a, z, "cross-stream wait")]
+        return [Segment("event", lane, cut, z, "cross-stream wait")]
     if et in (E_CPU, E_END, E_NEST, E_THREAD):
-        # CPU time on the thread between two calls: data loading where the DataLoader ran.
-        th = int(trace_facts(t).thread[int(g.ref[p])]) if int(g.kind[p]) in (CALL, RETURN) else NONE
-        m0 = float(g.m_start[p] if g.from_start[b] else g.m_start[p] + g.dur[p])
-        return _cpu_split(t, th, lane, a, z, m0)
-    return [Segment("other", lane, a, z, "wait")]
+        # CPU time on the thread between two events: data loading where the DataLoader ran.
+        m0 = float(g.m_start[p] if g.from_start[b] else g.m_start[p] + g.dur[p]) + (cut - a)
+        return _cpu_split(t, _thread_of(t, g, p), lane, cut, z, m0)
+    return [Segment("other", lane, cut, z, "wait")]
 
 
 def _cpu_split(t: Trace, thread: int, lane: str, a: float, z: float, m0: float) -> list[Segment]:

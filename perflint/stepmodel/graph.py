@@ -18,6 +18,8 @@ a delay:
   latency allow, right when work on another stream ended, waits for that work (an event);
 - the step ends when its CPU span ends (the marker thread's last call plus the CPU time after it)
   and when all its GPU work ends.
+A GPU activity whose launch call the trace does not hold keeps its measured start (the only
+measured GPU time the replay uses, and it says how much of the step's GPU work that is).
 Nothing of the step starts on the GPU before the step's window opens (the earlier steps' work ran
 until then) nor before earlier work on its stream ended: those are release times.
 """
@@ -34,7 +36,7 @@ from perflint.metrics.apis import is_kernel_launch, is_launch, is_sync_copy, syn
 from perflint.metrics.steps import launch_ts
 from perflint.model import GPU_SYNC, KERNEL, MEMCPY, MEMSET, NONE, Trace
 
-CALL, RETURN, GPU, END = 0, 1, 2, 3
+CALL, RETURN, GPU, END, MARK, MARK_END = 0, 1, 2, 3, 4, 5
 E_CPU, E_NEST, E_LAUNCH, E_STREAM, E_WAIT, E_EVENT, E_END, E_THREAD = range(8)
 EDGE_NAMES = ("cpu", "nested", "launch", "stream", "host wait", "cross-stream wait", "step end", "thread")
 
@@ -57,6 +59,7 @@ class TraceFacts:
     latency: tuple[float, float, float]  # typical launch -> start delay per GPU kind (kernel, memcpy, memset)
     stream_gap: float  # typical gap between back-to-back activities on a stream
     lts: np.ndarray  # launch time per GPU row
+    canon: np.ndarray  # int32 per thread index: the one index of its (pid, tid)
     thread: np.ndarray  # int32 per runtime row: its thread, one index per (pid, tid)
     op_thread: np.ndarray  # int32 per op: its thread, the same indices
     work: np.ndarray  # GPU rows that are work (not sync records), by (stream, ts)
@@ -98,7 +101,7 @@ def trace_facts(t: Trace) -> TraceFacts:
     first: dict[tuple[str, str], int] = {}
     canon = np.asarray([first.setdefault(th, i) for i, th in enumerate(t.threads)] or [0], dtype=np.int32)
     return TraceFacts(
-        call_class, sync_stream, _latencies(t, prev), _stream_gap(t, prev, lts), lts, canon[rt.thread], canon[t.ops.thread], work, prev
+        call_class, sync_stream, _latencies(t, prev), _stream_gap(t, prev, lts), lts, canon, canon[rt.thread], canon[t.ops.thread], work, prev
     )
 
 
@@ -142,8 +145,10 @@ def _latencies(t: Trace, prev: np.ndarray) -> tuple[float, float, float]:
 
 @dataclass
 class StepGraph:
+    """The graph of a run of consecutive analysed steps (the whole trace without steps)."""
+
     kind: np.ndarray  # int8 node kind
-    ref: np.ndarray  # int64: runtime row (CALL, RETURN), GPU row (GPU), NONE (END)
+    ref: np.ndarray  # int64: runtime row (CALL, RETURN), GPU row (GPU), step index (MARK, END)
     dur: np.ndarray  # float64
     release: np.ndarray  # float64, -inf: none
     m_start: np.ndarray  # float64 measured start
@@ -152,13 +157,26 @@ class StepGraph:
     delay: np.ndarray  # float64
     etype: np.ndarray  # int8
     from_start: np.ndarray  # bool: the edge counts from its predecessor's start
-    lo: float
-    hi: float
-    end: int  # the END node
+    step_lo: np.ndarray  # float64 per step: its measured window
+    step_hi: np.ndarray
+    step_mark: np.ndarray  # int64 per step: its MARK node (where its CPU span starts), NONE for the whole trace
+    step_end: np.ndarray  # int64 per step: its END node
+    step_thread: np.ndarray  # int64 per step: its marker's thread (NONE for the whole trace)
 
     @property
-    def measured_us(self) -> float:
-        return self.hi - self.lo
+    def lo(self) -> float:
+        return float(self.step_lo[0])
+
+    def replayed_windows(self, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each step's replayed window from the replayed node starts: it ends when its END node
+        starts, and starts when its CPU span starts or the step before it ended, whichever is
+        later (the first step where it was measured to)."""
+        hi = start[self.step_end]
+        lo = np.empty(len(hi))
+        lo[0] = self.step_lo[0]
+        if len(hi) > 1:
+            lo[1:] = np.maximum(start[self.step_mark[1:]], hi[:-1])
+        return lo, hi
 
 
 class _Builder:
@@ -183,7 +201,7 @@ class _Builder:
         """`dst` starts no earlier than `delay` after `src` ends (after it starts: `from_start`)."""
         self.preds[dst].append((src, delay, etype, from_start))
 
-    def done(self, lo: float, hi: float, end: int) -> StepGraph:
+    def done(self, steps: list[tuple[float, float, int, int, int]]) -> StepGraph:
         counts = [len(p) for p in self.preds]
         flat = [e for p in self.preds for e in p]
         return StepGraph(
@@ -197,38 +215,67 @@ class _Builder:
             delay=np.asarray([e[1] for e in flat], dtype=np.float64),
             etype=np.asarray([e[2] for e in flat], dtype=np.int8),
             from_start=np.asarray([e[3] for e in flat], dtype=bool),
-            lo=lo,
-            hi=hi,
-            end=end,
+            step_lo=np.asarray([s[0] for s in steps], dtype=np.float64),
+            step_hi=np.asarray([s[1] for s in steps], dtype=np.float64),
+            step_mark=np.asarray([s[2] for s in steps], dtype=np.int64),
+            step_end=np.asarray([s[3] for s in steps], dtype=np.int64),
+            step_thread=np.asarray([s[4] for s in steps], dtype=np.int64),
         )
 
 
-def build_step(
-    t: Trace,
-    tf: TraceFacts,
-    calls: np.ndarray,
-    gpu: np.ndarray,
-    lo: float,
-    hi: float,
-    marker: tuple[int, float] | None,
-) -> StepGraph:
-    """The graph of one step: its runtime calls `calls`, its GPU work rows `gpu`, its window
-    [lo, hi], and the marker's (thread, CPU end) (None: the whole trace, which ends with its last
-    recorded activity)."""
+@dataclass(frozen=True)
+class StepSpec:
+    """One step of a run of steps: its measured window, its calls and GPU work, and its marker's
+    thread and CPU span (None for the whole trace, which has none)."""
+
+    lo: float
+    hi: float
+    calls: np.ndarray
+    gpu: np.ndarray
+    marker: tuple[int, float, float] | None  # (thread, CPU start, CPU end)
+
+
+def build_block(t: Trace, tf: TraceFacts, steps: list[StepSpec]) -> StepGraph:
+    """One graph over consecutive steps: each thread's calls chain across them (a call waiting at
+    the end of a step holds back the next step's CPU work), each stream runs on."""
     rt, g = t.runtime, t.gpu
     b = _Builder()
-    # CPU: calls per thread in time order, outermost first at equal starts.
-    calls = calls[np.lexsort((-rt.dur[calls], rt.ts[calls], tf.thread[calls]))]
+    lo0 = steps[0].lo
+    main = _main_thread(tf, steps)
+    # CPU events in time order per thread: calls, and on the main thread each step's marker start
+    # and end (zero-length points of its CPU span). Sort key: (thread, time, -length).
+    events: list[tuple[int, float, float, int, int, int]] = []  # (thread, ts, -dur, kind, ref, step)
+    for i, sp in enumerate(steps):
+        for r in sp.calls.tolist():
+            events.append((int(tf.thread[r]), float(rt.ts[r]), -float(rt.dur[r]), CALL, r, i))
+        if sp.marker is not None:
+            th, m0, m1 = sp.marker
+            events.append((th, m0, 0.0, MARK, i, i))
+            events.append((th, m1, 0.0, MARK_END, i, i))
+    events.sort(key=lambda e: (e[0], e[1], e[2], e[3] != MARK))
+    all_calls = np.concatenate([sp.calls for sp in steps]) if steps else np.zeros(0, dtype=np.int64)
+    all_gpu = np.concatenate([sp.gpu for sp in steps]) if steps else np.zeros(0, dtype=np.int64)
+    waits = _waits(t, tf, all_calls, all_gpu)
     call_node: dict[int, int] = {}  # runtime row -> its issue node
     ret_node: dict[int, int] = {}  # runtime row -> the node its thread continues from
-    last_of_thread: dict[int, tuple[int, float]] = {}  # thread -> (node, measured end)
-    gpu_node: dict[int, int] = {}
-    firsts: list[tuple[int, int, int]] = []  # (thread, runtime row, node) of each thread's first call
-    waits = _waits(t, tf, calls, gpu)
-    for r in calls.tolist():
-        th, ts, du = int(tf.thread[r]), float(rt.ts[r]), float(rt.ts[r] + rt.dur[r]) - float(rt.ts[r])
+    last_of_thread: dict[int, tuple[int, float, int]] = {}  # thread -> (node, measured end, step)
+    firsts: list[tuple[int, int, int, int]] = []  # (thread, runtime row, node, step): a thread set going in a step
+    mark_node: dict[int, int] = {}
+    mark_end: dict[int, int] = {}
+    for th, ts, neg, kind, ref, step in events:
+        du = -neg
         prev = last_of_thread.get(th)
-        nested = prev is not None and ts < prev[1] - 1e-9
+        if kind in (MARK, MARK_END):
+            v = b.node(kind, ref, 0.0, ts)
+            (mark_node if kind == MARK else mark_end)[ref] = v
+            if prev is None:
+                b.release[v] = ts
+            else:
+                b.edge(prev[0], v, max(0.0, ts - prev[1]), E_CPU)
+            last_of_thread[th] = (v, max(ts, prev[1]) if prev else ts, step)
+            continue
+        r = ref
+        nested = prev is not None and ts < prev[1] - 1e-9 and int(b.kind[prev[0]]) in (CALL, RETURN)
         awaited = waits.get(r)
         if awaited is None or nested:
             v = b.node(CALL, r, du, ts)
@@ -239,25 +286,29 @@ def build_step(
             ret = b.node(RETURN, r, tail, ts + du - tail)
             b.edge(v, ret, 0.0, E_WAIT)
             call_node[r], ret_node[r] = v, ret
-        if prev is None:
-            b.release[v] = ts
-            firsts.append((th, r, v))
-        elif nested:
+        if nested:
+            assert prev is not None
             outer = call_node[int(b.ref[prev[0]])]
             b.edge(outer, v, ts - float(b.m_start[outer]), E_NEST, from_start=True)
+            continue
+        if th != main and (prev is None or prev[2] != step):
+            firsts.append((th, r, v, step))  # set going again by the main thread in this step
+            if prev is None:
+                b.release[v] = ts
+        elif prev is None:
+            b.release[v] = ts
         else:
-            b.edge(prev[0], v, ts - prev[1], E_CPU)
-        if not nested:
-            last_of_thread[th] = (ret_node[r], ts + du)
-    _thread_edges(t, tf, b, calls, firsts, call_node, ret_node, marker)
+            b.edge(prev[0], v, max(0.0, ts - prev[1]), E_CPU)
+        last_of_thread[th] = (ret_node[r], ts + du, step)
+    _thread_edges(t, tf, b, all_calls, firsts, call_node, ret_node, main)
     # GPU: stream order, launch edges, earlier work on the stream as a release time.
-    gpu = gpu[np.lexsort((g.ts[gpu], g.stream[gpu]))]
+    gpu = all_gpu[np.lexsort((g.ts[all_gpu], g.stream[all_gpu]))]
     lat = tf.latency
+    gpu_node: dict[int, int] = {}
     for k in gpu.tolist():
-        # Nothing of the step runs on the GPU before its window opens: the GPU ran the earlier
+        # Nothing runs on the GPU before the first step's window opens: the GPU ran the earlier
         # steps' work until then.
-        v = b.node(GPU, k, float(g.dur[k]), float(g.ts[k]), lo)
-        gpu_node[k] = v
+        gpu_node[k] = b.node(GPU, k, float(g.dur[k]), float(g.ts[k]), lo0)
     for k in gpu.tolist():
         v = gpu_node[k]
         p = int(tf.prev_on_stream[k])
@@ -268,33 +319,42 @@ def build_step(
         r = int(g.launch[k])
         if r != NONE and r in call_node:
             b.edge(call_node[r], v, lat[min(int(g.kind[k]), 2)], E_LAUNCH, from_start=True)
+        else:  # no launch call in the trace: the activity keeps its measured start
+            b.release[v] = max(b.release[v], float(g.ts[k]))
     for r, awaited in waits.items():
         if r in ret_node and ret_node[r] != call_node[r]:
             for w in awaited:
                 b.edge(gpu_node[w], ret_node[r], 0.0, E_WAIT)
     _event_edges(t, tf, b, gpu, gpu_node, call_node)
-    # The end: the marker thread's CPU end and every stream's last activity.
-    end = b.node(END, NONE, 0.0, hi)
-    if marker is not None:
-        th, cpu_end = marker
-        if th in last_of_thread:
-            node, m_end = last_of_thread[th]
-            b.edge(node, end, max(0.0, cpu_end - m_end), E_END)
+    # Each step ends when its CPU span ends and its GPU work is done.
+    spec: list[tuple[float, float, int, int, int]] = []
+    for i, sp in enumerate(steps):
+        end = b.node(END, i, 0.0, sp.hi)
+        if sp.marker is not None:
+            b.edge(mark_end[i], end, 0.0, E_END)
         else:
-            b.release[end] = cpu_end
-    else:
-        # The whole trace ends with its last recorded activity: each thread's last call plus the
-        # CPU time recorded after it on that thread; a thread without calls at its own end.
-        ends = _thread_ends(t, tf, lo, hi)
-        for th, (node, m_end) in last_of_thread.items():
-            b.edge(node, end, max(0.0, ends.pop(th, m_end) - m_end), E_END)
-        b.release[end] = max(ends.values(), default=-np.inf)
-    tails: dict[int, int] = {}
-    for k in gpu.tolist():
-        tails[int(g.stream[k])] = k
-    for k in tails.values():
-        b.edge(gpu_node[k], end, 0.0, E_END)
-    return b.done(lo, hi, end)
+            # The whole trace ends with its last recorded activity: each thread's last call plus
+            # the CPU time recorded after it on that thread; a thread without calls at its own end.
+            ends = _thread_ends(t, tf, sp.lo, sp.hi)
+            for th, (node, m_end, _) in last_of_thread.items():
+                b.edge(node, end, max(0.0, ends.pop(th, m_end) - m_end), E_END)
+            b.release[end] = max(ends.values(), default=-np.inf)
+        tails: dict[int, int] = {}
+        for k in sp.gpu[np.argsort(g.ts[sp.gpu], kind="stable")].tolist():
+            tails[int(g.stream[k])] = k
+        for k in tails.values():
+            b.edge(gpu_node[k], end, 0.0, E_END)
+        spec.append((sp.lo, sp.hi, mark_node.get(i, NONE), end, sp.marker[0] if sp.marker is not None else NONE))
+    return b.done(spec)
+
+
+def _main_thread(tf: TraceFacts, steps: list[StepSpec]) -> int:
+    """The thread that runs the loop: the markers' (the thread with the most calls without)."""
+    for sp in steps:
+        if sp.marker is not None:
+            return sp.marker[0]
+    calls = np.concatenate([sp.calls for sp in steps])
+    return int(np.argmax(np.bincount(tf.thread[calls]))) if len(calls) else NONE
 
 
 def _thread_edges(
@@ -302,28 +362,20 @@ def _thread_edges(
     tf: TraceFacts,
     b: _Builder,
     calls: np.ndarray,
-    firsts: list[tuple[int, int, int]],
+    firsts: list[tuple[int, int, int, int]],
     call_node: dict[int, int],
     ret_node: dict[int, int],
-    marker: tuple[int, float] | None,
+    main: int,
 ) -> None:
-    """A thread's first call in the step follows the main thread's last call before it (the main
+    """A thread's first call in a step follows the main thread's last call before it (the main
     thread set it going: PyTorch runs the backward pass on an autograd thread once the main thread
-    calls backward), with the measured CPU time in between. The main thread is the marker's (the
-    thread with the most calls for the whole trace)."""
-    if len(firsts) < 2:
-        return
-    if marker is not None:
-        main = marker[0]
-    else:
-        main = int(np.argmax(np.bincount(tf.thread[calls])))
+    calls backward), with the measured CPU time in between."""
     mine = calls[tf.thread[calls] == main]
-    if not len(mine):
+    if not len(firsts) or not len(mine):
         return
+    mine = mine[np.argsort(t.runtime.ts[mine], kind="stable")]
     starts = t.runtime.ts[mine]
-    for th, r, v in firsts:
-        if th == main:
-            continue
+    for th, r, v, _ in firsts:
         ts = float(t.runtime.ts[r])
         i = int(np.searchsorted(starts, ts, side="right")) - 1
         if i < 0:
@@ -417,3 +469,39 @@ def _event_edges(t: Trace, tf: TraceFacts, b: _Builder, gpu: np.ndarray, gpu_nod
                 b.edge(gpu_node[w], gpu_node[k], 0.0, E_EVENT)
                 break
             i -= 1
+
+
+def node_threads(t: Trace, g: StepGraph) -> np.ndarray:
+    """Per node: its CPU thread as the graphs number them (NONE for GPU work)."""
+    out = np.full(len(g.kind), NONE, dtype=np.int64)
+    cpu = np.isin(g.kind, (CALL, RETURN))
+    out[cpu] = trace_facts(t).thread[g.ref[cpu]]
+    step = np.isin(g.kind, (MARK, MARK_END, END))
+    out[step] = g.step_thread[g.ref[step]]
+    return out
+
+
+def op_spans(t: Trace, ops: np.ndarray) -> tuple[tuple[int, float, float], ...]:
+    """(thread, start, end) of these ops, threads as the step graphs number them."""
+    th = trace_facts(t).op_thread[ops].tolist()
+    return tuple(zip(th, t.ops.ts[ops].tolist(), (t.ops.ts[ops] + t.ops.dur[ops]).tolist()))
+
+
+def calls_inside(t: Trace, ops: np.ndarray) -> np.ndarray:
+    """The runtime calls that started inside these ops' spans on their threads."""
+    tf = trace_facts(t)
+    rt = t.runtime
+    if not len(ops) or not len(rt):
+        return np.zeros(0, dtype=np.int64)
+    out = []
+    for th in distinct(tf.op_thread[ops]):
+        mine = np.flatnonzero(tf.thread == th)
+        if not len(mine):
+            continue
+        mine = mine[np.argsort(rt.ts[mine], kind="stable")]
+        ts = rt.ts[mine]
+        o = ops[tf.op_thread[ops] == th]
+        a = np.searchsorted(ts, t.ops.ts[o], side="left")
+        b = np.searchsorted(ts, t.ops.ts[o] + t.ops.dur[o], side="right")
+        out += [mine[i:j] for i, j in zip(a.tolist(), b.tolist()) if j > i]
+    return np.concatenate(out).astype(np.int64) if out else np.zeros(0, dtype=np.int64)

@@ -1,72 +1,120 @@
-"""Each analysed step's graph, replayed with the measured durations."""
+"""The analysed steps' graph, replayed with the measured durations.
+
+The steps are replayed as one run: a thread's work in one step follows its work in the step
+before, so a wait at the end of a step that holds back the next step's CPU work is part of the
+replay. A trace with many steps has a contiguous run of at most MAX_STEPS of them replayed (the
+middle ones), and what a fix saves there is taken as what it saves per step in all of them.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from perflint.metrics.kernel_names import short_name
 from perflint.model import NONE, Trace
-from perflint.stepmodel.graph import GPU, StepGraph, TraceFacts, build_step, trace_facts
+from perflint.stepmodel.graph import E_LAUNCH, GPU, StepGraph, StepSpec, TraceFacts, build_block, trace_facts
 from perflint.stepmodel.replay import Replayed, longest_path
 from perflint.stepmodel.window import Window, step_at
 from perflint.units import fmt_duration
 
+MAX_STEPS = 32  # steps replayed in one run (a contiguous block in the middle of the analysed ones)
+ANCHORED_MAX = 0.5  # a step whose GPU work mostly has no launch call is not a replay of the step
+
 
 @dataclass(frozen=True)
-class StepReplay:
+class BlockReplay:
+    """The replayed run of steps: `first` is the index of its first step among the analysed ones."""
+
     graph: StepGraph
     replayed: Replayed
+    first: int
+
+    @cached_property
+    def windows(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each replayed step's (start, end)."""
+        return self.graph.replayed_windows(self.replayed.start)
+
+    def replayed_us(self, i: int) -> float:
+        """Replayed length of the block's i-th step."""
+        lo, hi = self.windows
+        return float(hi[i] - lo[i])
+
+    def measured_us(self, i: int) -> float:
+        return float(self.graph.step_hi[i] - self.graph.step_lo[i])
+
+    def error_pct(self, i: int) -> float:
+        m = self.measured_us(i)
+        return 100.0 * abs(self.replayed_us(i) - m) / m if m > 0 else 0.0
 
     @property
-    def replayed_us(self) -> float:
-        return float(self.replayed.start[self.graph.end]) - self.graph.lo
+    def steps(self) -> int:
+        return len(self.graph.step_end)
 
-    @property
-    def error_pct(self) -> float:
-        m = self.graph.measured_us
-        return 100.0 * abs(self.replayed_us - m) / m if m > 0 else 0.0
+    @cached_property
+    def anchored(self) -> np.ndarray:
+        """Per step: the share of its GPU activities without a launch call (they keep their
+        measured start)."""
+        g = self.graph
+        gpu = np.flatnonzero(g.kind == GPU)
+        out = np.zeros(self.steps)
+        if not len(gpu):
+            return out
+        dst = np.repeat(np.arange(len(g.dur)), np.diff(g.indptr))
+        launched = np.isin(gpu, dst[g.etype == E_LAUNCH])
+        # A GPU node's step: the END node it reaches first is not known here; its start decides.
+        step = np.searchsorted(g.step_hi, g.m_start[gpu], side="left").clip(0, self.steps - 1)
+        for i in range(self.steps):
+            mine = step == i
+            if mine.any():
+                out[i] = 1.0 - float(launched[mine].mean())
+        return out
 
 
-def step_graphs(t: Trace, w: Window) -> Iterator[StepGraph]:
+def block_of(w: Window) -> range:
+    """The analysed steps replayed: all of them, or MAX_STEPS in the middle."""
+    n = len(w.steps)
+    if n <= MAX_STEPS:
+        return range(n)
+    first = (n - MAX_STEPS) // 2
+    return range(first, first + MAX_STEPS)
+
+
+def block_graph(t: Trace, w: Window) -> tuple[StepGraph, int] | None:
+    """The graph of the replayed run of steps and the index of its first step."""
+    if not w.steps:
+        return None
     tf: TraceFacts = trace_facts(t)
+    rows = block_of(w)
     call_step = step_at(t, w, t.runtime.ts)
     gpu_step = np.full(len(t.gpu), -1, dtype=np.int32)
     gpu_step[tf.work] = step_at(t, w, tf.lts[tf.work])
-    for i, s in enumerate(w.steps):
-        calls = np.flatnonzero(call_step == i)
-        gpu = np.flatnonzero(gpu_step == i)
-        # The marker's end, cut where the window was cut (a marker can outlast the recorded events).
-        marker = (s.thread, min(s.cpu_ts + s.cpu_dur, s.hi)) if w.has_steps else None
-        yield build_step(t, tf, calls, gpu, s.lo, s.hi, marker)
+    specs = []
+    for i in rows:
+        s = w.steps[i]
+        # The marker's end is cut where the window was cut (a marker can outlast the recorded events).
+        marker = (int(tf.canon[s.thread]), s.cpu_ts, min(s.cpu_ts + s.cpu_dur, s.hi)) if w.has_steps and s.thread != NONE else None
+        specs.append(StepSpec(s.lo, s.hi, np.flatnonzero(call_step == i), np.flatnonzero(gpu_step == i), marker))
+    return build_block(t, tf, specs), rows.start
 
 
 def replay(g: StepGraph, dur: np.ndarray | None = None) -> Replayed:
     return longest_path(g.indptr, g.pred, g.delay, g.from_start, g.release, g.dur if dur is None else dur)
 
 
-LINKED_MIN = 0.5  # a step whose GPU work is mostly without a launch record cannot be replayed
+def anchored_note(t: Trace, share: float) -> str:
+    return f"{100 * share:.0f}% of the step's GPU work has no launch call in the trace ({t.format}): it keeps its measured start"
 
 
-def unreplayable(t: Trace, g: StepGraph) -> str | None:
-    """Why a step's graph cannot be replayed (its GPU work has no launch records), or None."""
-    gpu = g.ref[g.kind == GPU]
-    if not len(gpu):
-        return None
-    linked = float(np.mean(t.gpu.launch[gpu] != NONE))
-    if linked >= LINKED_MIN:
-        return None
-    return f"{100 * (1 - linked):.0f}% of the step's GPU work has no launch call in the trace ({t.format}): its start cannot be derived"
-
-
-def why_off(t: Trace, r: StepReplay) -> str:
-    """The replay's largest departure from the measured step, in words: which edge is missing."""
+def why_off(t: Trace, r: BlockReplay, i: int) -> str:
+    """The replay's largest departure from the measured step i, in words: which edge is missing."""
     g, rp = r.graph, r.replayed
     late = g.m_start - rp.start  # > 0: the activity started later than the recorded edges allow
-    gpu = np.flatnonzero(g.kind == GPU)
-    if r.replayed_us < g.measured_us and len(gpu):
+    lo, hi = g.step_lo[i], g.step_hi[i]
+    gpu = np.flatnonzero((g.kind == GPU) & (g.m_start >= lo) & (g.m_start < hi))
+    if r.replayed_us(i) < r.measured_us(i) and len(gpu):
         v = int(gpu[np.argmax(late[gpu])])
         name = t.s(int(t.gpu.name[int(g.ref[v])]))
         return (
@@ -74,7 +122,8 @@ def why_off(t: Trace, r: StepReplay) -> str:
             f"cross-stream waits allow ({short_name(name)} on stream {int(t.gpu.stream[int(g.ref[v])])}): it waited for work "
             f"or events the trace does not record"
         )
-    v = int(np.argmin(late))
+    inside = np.flatnonzero((g.m_start >= lo) & (g.m_start < hi))
+    v = int(inside[np.argmin(late[inside])]) if len(inside) else int(np.argmin(late))
     k, ref = int(g.kind[v]), int(g.ref[v])
-    what = t.s(int(t.gpu.name[ref])) if k == GPU else t.s(int(t.runtime.name[ref])) if ref != NONE else "the step's end"
+    what = t.s(int(t.gpu.name[ref])) if k == GPU else t.s(int(t.runtime.name[ref])) if k in (0, 1) else "the step's end"
     return f"the replay holds {short_name(what)} back {fmt_duration(float(-late[v]))} longer than the trace shows: a recorded wait did not hold it that long"

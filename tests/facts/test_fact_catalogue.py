@@ -8,6 +8,7 @@ import pkgutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import perflint.facts as facts_pkg
@@ -67,6 +68,9 @@ def test_every_field_has_the_type_the_catalogue_says() -> None:
         for scope in SOURCES:
             for row in rows(ctx, scope):
                 for name, value in row.items():
+                    if name.startswith("_"):  # the work a finding's fix changes, for the step model
+                        assert isinstance(value, (np.ndarray, tuple)), f"{scope}.{name}: {type(value).__name__}"
+                        continue
                     want = declared.get((scope, name))
                     if want is None and not FIELD_MODULE.get((scope, name), "perflint.").startswith("perflint."):
                         continue  # a plugin's field (another test registered one)

@@ -124,7 +124,10 @@ def test_tc001_flags_the_depthwise_simt_kernels(report: dict[str, dict[str, Any]
     (f,) = _findings(report, "depthwise_conv_fp16", "TC001")  # one finding: fp16 conv work
     flagged = {i["kernel"] for i in f["evidence"]["top_items"]}
     assert flagged == {"conv2d_c1_k1_nchw_shmem_tiling", "wgrad2d_shmem_tiling"}
-    assert f["severity"] == "error"  # 20% of the step time: material
+    # A fifth of the GPU time, but the step is host-bound: the step model finds it waits on none
+    # of it, so the finding is info and says so.
+    assert f["evidence"]["gpu_time_saved_us"] > 0 and f["impact_us"] < 0.01 * f["evidence"]["gpu_time_saved_us"]
+    assert f["severity"] == "info" and "the step waits on" in f["evidence"]["step_model_note"]
 
 
 def test_dim001_names_the_odd_dims(report: dict[str, dict[str, Any]]) -> None:
