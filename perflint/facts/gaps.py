@@ -77,15 +77,24 @@ def _busiest_op_time(ctx: Context, threads: np.ndarray, lo: np.ndarray, hi: np.n
     has = ops.parent != NONE
     outer[has] = ~cpu[ops.parent[has]]  # under an annotation at most
     top = np.flatnonzero(cpu & outer)
-    if not ask.any() or not len(top):
+    asked = np.flatnonzero(ask & (threads != NONE))
+    if not len(asked) or not len(top):
         return out
-    for i in np.flatnonzero(ask & (threads != NONE)).tolist():
-        mine = top[ops.thread[top] == threads[i]]
-        a = np.maximum(ops.ts[mine], lo[i])
-        b = np.minimum(ops.ts[mine] + ops.dur[mine], hi[i])
-        if len(mine) and (b > a).any():
-            k = int(np.argmax(b - a))
-            out[i] = (a[k] + b[k]) / 2
+    for th in distinct(threads[asked]):
+        mine = top[ops.thread[top] == th]
+        mine = mine[np.argsort(ops.ts[mine], kind="stable")]
+        starts = ops.ts[mine]
+        ends = np.maximum.accumulate(starts + ops.dur[mine])  # sorted, for the search below
+        for i in asked[threads[asked] == th].tolist():
+            j0 = int(np.searchsorted(ends, lo[i], side="right"))
+            j1 = int(np.searchsorted(starts, hi[i], side="left"))
+            if j1 <= j0:
+                continue
+            a = np.maximum(starts[j0:j1], lo[i])
+            b = np.minimum(starts[j0:j1] + ops.dur[mine[j0:j1]], hi[i])
+            if (b > a).any():
+                k = int(np.argmax(b - a))
+                out[i] = (a[k] + b[k]) / 2
     return out
 
 

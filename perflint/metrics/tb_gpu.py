@@ -170,12 +170,21 @@ def gpu_metrics(trace: Trace, device: int | None = None, windows: list[tuple[flo
     sm = 0.0
     any_in = False
     weight = np.zeros(len(k.ts))
+    by_start = np.argsort(k.ts, kind="stable")
+    starts = k.ts[by_start]
+    latest_end = np.maximum.accumulate(k.end[by_start]) if len(by_start) else k.end
     for lo, hi in windows:
-        cs, ce = np.maximum(s, lo), np.minimum(e, hi)
+        # Only the segments (consecutive, so sorted by start and end) and the kernels that reach
+        # into the window.
+        a, b = int(np.searchsorted(e, lo, side="right")), int(np.searchsorted(s, hi, side="left"))
+        cs, ce = np.maximum(s[a:b], lo), np.minimum(e[a:b], hi)
         in_w = ce > cs
         any_in = any_in or bool(in_w.any())
-        sm += float((v[in_w] * (ce[in_w] - cs[in_w])).sum())
-        weight += np.clip(np.minimum(k.end, hi) - np.maximum(k.ts, lo), 0.0, None)
+        sm += float((v[a:b][in_w] * (ce[in_w] - cs[in_w])).sum())
+        ka = int(np.searchsorted(latest_end, lo, side="right"))
+        kb = int(np.searchsorted(starts, hi, side="left"))
+        rows = by_start[ka:kb]
+        weight[rows] += np.clip(np.minimum(k.end[rows], hi) - np.maximum(k.ts[rows], lo), 0.0, None)
     if any_in:
         out["sm_efficiency"] = sm / total
     use = occ_ok & (weight > 0)

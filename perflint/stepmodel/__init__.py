@@ -14,7 +14,7 @@ from perflint.metrics.kernels import CATEGORIES
 from perflint.metrics.stats import np_median
 from perflint.model import Trace
 from perflint.stepmodel.critical import BOUND, Segment, attribution, critical_path, recorded_attribution
-from perflint.stepmodel.simulate import ANCHORED_MAX, BlockReplay, anchored_note, block_graph, replay, why_off
+from perflint.stepmodel.simulate import ANCHORED_MAX, BlockReplay, anchored_note, block_graph, replay_graph, why_off
 from perflint.stepmodel.usage import DeviceSpans, StepUsage, device_spans, step_usage
 from perflint.stepmodel.whatif import CHANGES, Fix, Savings, savings
 from perflint.stepmodel.window import StepWindow, Window, analysis_window, device_work, step_at
@@ -96,7 +96,7 @@ class StepModel:
         if got is None:
             return None
         g, first = got
-        return BlockReplay(g, replay(g), first)
+        return BlockReplay(g, replay_graph(g), first)
 
     def _replayable(self, j: int) -> bool:
         """Whether the block's step j is a replay (most of its GPU work has a launch call)."""

@@ -179,50 +179,6 @@ class StepGraph:
         return lo, hi
 
 
-class _Builder:
-    def __init__(self) -> None:
-        self.kind: list[int] = []
-        self.ref: list[int] = []
-        self.dur: list[float] = []
-        self.release: list[float] = []
-        self.m_start: list[float] = []
-        self.preds: list[list[tuple[int, float, int, bool]]] = []
-
-    def node(self, kind: int, ref: int, dur: float, m_start: float, release: float = -np.inf) -> int:
-        self.kind.append(kind)
-        self.ref.append(ref)
-        self.dur.append(dur)
-        self.release.append(release)
-        self.m_start.append(m_start)
-        self.preds.append([])
-        return len(self.kind) - 1
-
-    def edge(self, src: int, dst: int, delay: float, etype: int, from_start: bool = False) -> None:
-        """`dst` starts no earlier than `delay` after `src` ends (after it starts: `from_start`)."""
-        self.preds[dst].append((src, delay, etype, from_start))
-
-    def done(self, steps: list[tuple[float, float, int, int, int]]) -> StepGraph:
-        counts = [len(p) for p in self.preds]
-        flat = [e for p in self.preds for e in p]
-        return StepGraph(
-            kind=np.asarray(self.kind, dtype=np.int8),
-            ref=np.asarray(self.ref, dtype=np.int64),
-            dur=np.asarray(self.dur, dtype=np.float64),
-            release=np.asarray(self.release, dtype=np.float64),
-            m_start=np.asarray(self.m_start, dtype=np.float64),
-            indptr=np.concatenate(([0], np.cumsum(counts, dtype=np.int64))),
-            pred=np.asarray([e[0] for e in flat], dtype=np.int64),
-            delay=np.asarray([e[1] for e in flat], dtype=np.float64),
-            etype=np.asarray([e[2] for e in flat], dtype=np.int8),
-            from_start=np.asarray([e[3] for e in flat], dtype=bool),
-            step_lo=np.asarray([s[0] for s in steps], dtype=np.float64),
-            step_hi=np.asarray([s[1] for s in steps], dtype=np.float64),
-            step_mark=np.asarray([s[2] for s in steps], dtype=np.int64),
-            step_end=np.asarray([s[3] for s in steps], dtype=np.int64),
-            step_thread=np.asarray([s[4] for s in steps], dtype=np.int64),
-        )
-
-
 @dataclass(frozen=True)
 class StepSpec:
     """One step of a run of steps: its measured window, its calls and GPU work, and its marker's
@@ -233,160 +189,6 @@ class StepSpec:
     calls: np.ndarray
     gpu: np.ndarray
     marker: tuple[int, float, float] | None  # (thread, CPU start, CPU end)
-
-
-def build_block(t: Trace, tf: TraceFacts, steps: list[StepSpec]) -> StepGraph:
-    """One graph over consecutive steps: each thread's calls chain across them (a call waiting at
-    the end of a step holds back the next step's CPU work), each stream runs on."""
-    rt, g = t.runtime, t.gpu
-    b = _Builder()
-    lo0 = steps[0].lo
-    main = _main_thread(tf, steps)
-    # CPU events in time order per thread: calls, and on the main thread each step's marker start
-    # and end (zero-length points of its CPU span). Sort key: (thread, time, -length).
-    events: list[tuple[int, float, float, int, int, int]] = []  # (thread, ts, -dur, kind, ref, step)
-    for i, sp in enumerate(steps):
-        for r in sp.calls.tolist():
-            events.append((int(tf.thread[r]), float(rt.ts[r]), -float(rt.dur[r]), CALL, r, i))
-        if sp.marker is not None:
-            th, m0, m1 = sp.marker
-            events.append((th, m0, 0.0, MARK, i, i))
-            events.append((th, m1, 0.0, MARK_END, i, i))
-    events.sort(key=lambda e: (e[0], e[1], e[2], e[3] != MARK))
-    all_calls = np.concatenate([sp.calls for sp in steps]) if steps else np.zeros(0, dtype=np.int64)
-    all_gpu = np.concatenate([sp.gpu for sp in steps]) if steps else np.zeros(0, dtype=np.int64)
-    waits = _waits(t, tf, all_calls, all_gpu)
-    call_node: dict[int, int] = {}  # runtime row -> its issue node
-    ret_node: dict[int, int] = {}  # runtime row -> the node its thread continues from
-    last_of_thread: dict[int, tuple[int, float, int]] = {}  # thread -> (node, measured end, step)
-    firsts: list[tuple[int, int, int, int]] = []  # (thread, runtime row, node, step): a thread set going in a step
-    mark_node: dict[int, int] = {}
-    mark_end: dict[int, int] = {}
-    for th, ts, neg, kind, ref, step in events:
-        du = -neg
-        prev = last_of_thread.get(th)
-        if kind in (MARK, MARK_END):
-            v = b.node(kind, ref, 0.0, ts)
-            (mark_node if kind == MARK else mark_end)[ref] = v
-            if prev is None:
-                b.release[v] = ts
-            else:
-                b.edge(prev[0], v, max(0.0, ts - prev[1]), E_CPU)
-            last_of_thread[th] = (v, max(ts, prev[1]) if prev else ts, step)
-            continue
-        r = ref
-        nested = prev is not None and ts < prev[1] - 1e-9 and int(b.kind[prev[0]]) in (CALL, RETURN)
-        awaited = waits.get(r)
-        if awaited is None or nested:
-            v = b.node(CALL, r, du, ts)
-            call_node[r] = ret_node[r] = v
-        else:
-            v = b.node(CALL, r, 0.0, ts)
-            tail = max(0.0, ts + du - max(float(g.ts[w] + g.dur[w]) for w in awaited))
-            ret = b.node(RETURN, r, tail, ts + du - tail)
-            b.edge(v, ret, 0.0, E_WAIT)
-            call_node[r], ret_node[r] = v, ret
-        if nested:
-            assert prev is not None
-            outer = call_node[int(b.ref[prev[0]])]
-            b.edge(outer, v, ts - float(b.m_start[outer]), E_NEST, from_start=True)
-            continue
-        if th != main and (prev is None or prev[2] != step):
-            firsts.append((th, r, v, step))  # set going again by the main thread in this step
-            if prev is None:
-                b.release[v] = ts
-        elif prev is None:
-            b.release[v] = ts
-        else:
-            b.edge(prev[0], v, max(0.0, ts - prev[1]), E_CPU)
-        last_of_thread[th] = (ret_node[r], ts + du, step)
-    _thread_edges(t, tf, b, all_calls, firsts, call_node, ret_node, main)
-    # GPU: stream order, launch edges, earlier work on the stream as a release time.
-    gpu = all_gpu[np.lexsort((g.ts[all_gpu], g.stream[all_gpu]))]
-    lat = tf.latency
-    gpu_node: dict[int, int] = {}
-    for k in gpu.tolist():
-        # Nothing runs on the GPU before the first step's window opens: the GPU ran the earlier
-        # steps' work until then.
-        gpu_node[k] = b.node(GPU, k, float(g.dur[k]), float(g.ts[k]), lo0)
-    for k in gpu.tolist():
-        v = gpu_node[k]
-        p = int(tf.prev_on_stream[k])
-        if p != NONE and p in gpu_node:
-            b.edge(gpu_node[p], v, tf.stream_gap, E_STREAM)
-        elif p != NONE:
-            b.release[v] = max(b.release[v], float(g.ts[p] + g.dur[p]))
-        r = int(g.launch[k])
-        if r != NONE and r in call_node:
-            b.edge(call_node[r], v, lat[min(int(g.kind[k]), 2)], E_LAUNCH, from_start=True)
-        else:  # no launch call in the trace: the activity keeps its measured start
-            b.release[v] = max(b.release[v], float(g.ts[k]))
-    for r, awaited in waits.items():
-        if r in ret_node and ret_node[r] != call_node[r]:
-            for w in awaited:
-                b.edge(gpu_node[w], ret_node[r], 0.0, E_WAIT)
-    _event_edges(t, tf, b, gpu, gpu_node, call_node)
-    # Each step ends when its CPU span ends and its GPU work is done.
-    spec: list[tuple[float, float, int, int, int]] = []
-    for i, sp in enumerate(steps):
-        end = b.node(END, i, 0.0, sp.hi)
-        if sp.marker is not None:
-            b.edge(mark_end[i], end, 0.0, E_END)
-        else:
-            # The whole trace ends with its last recorded activity: each thread's last call plus
-            # the CPU time recorded after it on that thread; a thread without calls at its own end.
-            ends = _thread_ends(t, tf, sp.lo, sp.hi)
-            for th, (node, m_end, _) in last_of_thread.items():
-                b.edge(node, end, max(0.0, ends.pop(th, m_end) - m_end), E_END)
-            b.release[end] = max(ends.values(), default=-np.inf)
-        tails: dict[int, int] = {}
-        for k in sp.gpu[np.argsort(g.ts[sp.gpu], kind="stable")].tolist():
-            tails[int(g.stream[k])] = k
-        for k in tails.values():
-            b.edge(gpu_node[k], end, 0.0, E_END)
-        spec.append((sp.lo, sp.hi, mark_node.get(i, NONE), end, sp.marker[0] if sp.marker is not None else NONE))
-    return b.done(spec)
-
-
-def _main_thread(tf: TraceFacts, steps: list[StepSpec]) -> int:
-    """The thread that runs the loop: the markers' (the thread with the most calls without)."""
-    for sp in steps:
-        if sp.marker is not None:
-            return sp.marker[0]
-    calls = np.concatenate([sp.calls for sp in steps])
-    return int(np.argmax(np.bincount(tf.thread[calls]))) if len(calls) else NONE
-
-
-def _thread_edges(
-    t: Trace,
-    tf: TraceFacts,
-    b: _Builder,
-    calls: np.ndarray,
-    firsts: list[tuple[int, int, int, int]],
-    call_node: dict[int, int],
-    ret_node: dict[int, int],
-    main: int,
-) -> None:
-    """A thread's first call in a step follows the main thread's last call before it (the main
-    thread set it going: PyTorch runs the backward pass on an autograd thread once the main thread
-    calls backward), with the measured CPU time in between."""
-    mine = calls[tf.thread[calls] == main]
-    if not len(firsts) or not len(mine):
-        return
-    mine = mine[np.argsort(t.runtime.ts[mine], kind="stable")]
-    starts = t.runtime.ts[mine]
-    for th, r, v, _ in firsts:
-        ts = float(t.runtime.ts[r])
-        i = int(np.searchsorted(starts, ts, side="right")) - 1
-        if i < 0:
-            continue
-        p = int(mine[i])
-        p_end = float(t.runtime.ts[p] + t.runtime.dur[p])
-        b.release[v] = -np.inf  # the edge, not the measured start, places the call
-        if p_end <= ts:
-            b.edge(ret_node[p], v, ts - p_end, E_THREAD)
-        else:  # the other thread started while the main thread was inside the call
-            b.edge(call_node[p], v, ts - float(t.runtime.ts[p]), E_THREAD, from_start=True)
 
 
 def _thread_ends(t: Trace, tf: TraceFacts, lo: float, hi: float) -> dict[int, float]:
@@ -409,26 +211,30 @@ def _waits(t: Trace, tf: TraceFacts, calls: np.ndarray, gpu: np.ndarray) -> dict
     launched before it that ended by its return)."""
     rt, g = t.runtime, t.gpu
     out: dict[int, list[int]] = {}
-    if not len(gpu):
+    if not len(gpu) or not len(calls):
         return out
     cls = tf.call_class[calls]
     long = calls[(cls != SYNC) & (rt.dur[calls] >= INFER_MIN_US)]
     cand = calls[cls == SYNC]
     if not len(cand) and not len(long):
         return out
-    ends = g.ts[gpu] + g.dur[gpu]
-    lts = tf.lts[gpu]
-    streams = g.stream[gpu]
+    order = np.argsort(g.ts[gpu] + g.dur[gpu], kind="stable")
+    rows_by_end = gpu[order]
+    ends = (g.ts + g.dur)[rows_by_end]
     for r, explicit in [(int(r), True) for r in cand] + [(int(r), False) for r in long]:
         ts, re = float(rt.ts[r]), float(rt.ts[r] + rt.dur[r])
-        ok = (lts < ts) & (ends > ts) & (ends <= re + EPS_US)
+        a, b = np.searchsorted(ends, [ts, re + EPS_US], side="right").tolist()
+        if a >= b:
+            continue
+        rows = rows_by_end[a:b]
+        ok = tf.lts[rows] < ts
         s = int(tf.sync_stream[r])
         if explicit and s != NONE:
-            ok &= streams == s
+            ok &= g.stream[rows] == s
         if not ok.any():
             continue
-        rows = gpu[ok]
-        e = ends[ok]
+        rows = rows[ok]
+        e = ends[a:b][ok]
         if not explicit:
             top = float(e.max())
             if re - top > max(10.0, 0.1 * (re - ts)) or top < ts + 0.5 * (re - ts):
@@ -439,36 +245,6 @@ def _waits(t: Trace, tf: TraceFacts, calls: np.ndarray, gpu: np.ndarray) -> dict
                 best[sk] = (ek, k)
         out[r] = [k for _, k in best.values()]
     return out
-
-
-def _event_edges(t: Trace, tf: TraceFacts, b: _Builder, gpu: np.ndarray, gpu_node: dict[int, int], call_node: dict[int, int]) -> None:
-    """Cross-stream waits: an activity that started more than EVENT_SLACK_US after its own edges
-    allowed, right when an activity on another stream ended, waits for that activity."""
-    g = t.gpu
-    if len(gpu) < 2 or len(distinct(g.stream[gpu])) < 2:
-        return
-    ends = g.ts[gpu] + g.dur[gpu]
-    order = np.argsort(ends, kind="stable")
-    s_ends = ends[order]
-    lat = tf.latency
-    for k in gpu.tolist():
-        ready = -np.inf
-        p = int(tf.prev_on_stream[k])
-        if p != NONE:
-            ready = max(ready, float(g.ts[p] + g.dur[p]))
-        r = int(g.launch[k])
-        if r != NONE and r in call_node:
-            ready = max(ready, float(t.runtime.ts[r]) + lat[min(int(g.kind[k]), 2)])
-        start = float(g.ts[k])
-        if not np.isfinite(ready) or start - ready <= EVENT_SLACK_US:
-            continue
-        i = int(np.searchsorted(s_ends, start + EPS_US, side="right")) - 1
-        while i >= 0 and s_ends[i] >= start - EVENT_LAG_US:
-            w = int(gpu[order[i]])
-            if g.stream[w] != g.stream[k]:
-                b.edge(gpu_node[w], gpu_node[k], 0.0, E_EVENT)
-                break
-            i -= 1
 
 
 def node_threads(t: Trace, g: StepGraph) -> np.ndarray:

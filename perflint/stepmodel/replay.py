@@ -17,13 +17,36 @@ class Replayed:
     binding: np.ndarray  # int64 per node: the index (into the edge arrays) of its binding edge, -1: its release time
 
 
+try:
+    import perflint.stepmodel._replay as native
+except ImportError:  # built without a C compiler: the pure-Python twin below
+    native = None  # type: ignore[assignment]
+
+
 def longest_path(
     indptr: np.ndarray, pred: np.ndarray, delay: np.ndarray, from_start: np.ndarray, release: np.ndarray, dur: np.ndarray
 ) -> Replayed:
     """Start and end of every node. Edges are given per node as the CSR of its predecessors:
     pred[indptr[v]:indptr[v + 1]] with their delays, counted from the predecessor's end, or from
     its start where `from_start` (a kernel follows its launch call's start, not its return).
-    Nodes on a cycle (a wrong edge) start when the edges done so far allow."""
+    Nodes on a cycle (a wrong edge) start when the edges done so far allow. The C extension when
+    it is built, else `longest_path_py`: the same results."""
+    if native is None:
+        return longest_path_py(indptr, pred, delay, from_start, release, dur)
+    n = len(dur)
+    start, end, bind = np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)
+    native.longest_path(
+        np.ascontiguousarray(indptr, dtype=np.int64), np.ascontiguousarray(pred, dtype=np.int64),
+        np.ascontiguousarray(delay, dtype=np.float64), np.ascontiguousarray(from_start, dtype=np.uint8),
+        np.ascontiguousarray(release, dtype=np.float64), np.ascontiguousarray(dur, dtype=np.float64), start, end, bind,
+    )  # fmt: skip
+    return Replayed(start, end, bind)
+
+
+def longest_path_py(
+    indptr: np.ndarray, pred: np.ndarray, delay: np.ndarray, from_start: np.ndarray, release: np.ndarray, dur: np.ndarray
+) -> Replayed:
+    """`longest_path` in Python (where the C extension is not built)."""
     n = len(dur)
     npred = np.diff(indptr)
     # Successor lists by a stable sort of the edges by their predecessor.

@@ -15,7 +15,8 @@ import numpy as np
 
 from perflint.metrics.kernel_names import short_name
 from perflint.model import NONE, Trace
-from perflint.stepmodel.graph import E_LAUNCH, GPU, StepGraph, StepSpec, TraceFacts, build_block, trace_facts
+from perflint.stepmodel.build import build_block
+from perflint.stepmodel.graph import E_LAUNCH, GPU, StepGraph, StepSpec, TraceFacts, trace_facts
 from perflint.stepmodel.replay import Replayed, longest_path
 from perflint.stepmodel.window import Window, step_at
 from perflint.units import fmt_duration
@@ -100,7 +101,7 @@ def block_graph(t: Trace, w: Window) -> tuple[StepGraph, int] | None:
     return build_block(t, tf, specs), rows.start
 
 
-def replay(g: StepGraph, dur: np.ndarray | None = None) -> Replayed:
+def replay_graph(g: StepGraph, dur: np.ndarray | None = None) -> Replayed:
     return longest_path(g.indptr, g.pred, g.delay, g.from_start, g.release, g.dur if dur is None else dur)
 
 

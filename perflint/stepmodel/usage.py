@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from perflint.ids import compress_in_place
-from perflint.metrics.intervals import clip_length, merge_spans
+from perflint.metrics.intervals import covered_before, merge_spans
 from perflint.metrics.kernels import CATEGORIES, SYNC_CATEGORY, classify
 from perflint.metrics.steps import launch_ts
 from perflint.model import KERNEL, MEMCPY, MEMSET, Trace
@@ -134,17 +134,26 @@ def step_usage(t: Trace, w: Window, spans: DeviceSpans) -> list[StepUsage]:
     nc = len(CATEGORIES)
     flat = owner[work].astype(np.int64) * nc + cats[work]
     per_cat = np.bincount(flat, weights=g.dur[rows][work], minlength=n * nc).reshape(n, nc)
+    # Covered length of each merged span set in each window, from cumulative lengths: two binary
+    # searches per window, not a pass over the spans.
+    edges = np.asarray([x for st in w.steps for x in (st.lo, st.hi)], dtype=np.float64)
+
+    def inside(sp: Spans) -> list[float]:
+        c = covered_before(sp[0], sp[1], edges)
+        return [max(0.0, float(v)) for v in (c[1::2] - c[0::2]).tolist()]
+
+    busy, compute, active, memcpy, memset = (inside(x) for x in (spans.kernels, spans.compute, spans.work, spans.memcpy, spans.memset))
     out: list[StepUsage] = []
     for i, s in enumerate(w.steps):
         gaps = gap_lengths(*spans.work, s.lo, s.hi)
         out.append(
             StepUsage(
                 window_us=s.us,
-                busy_us=clip_length(*spans.kernels, s.lo, s.hi),
-                compute_us=clip_length(*spans.compute, s.lo, s.hi),
-                active_us=clip_length(*spans.work, s.lo, s.hi),
-                memcpy_us=clip_length(*spans.memcpy, s.lo, s.hi),
-                memset_us=clip_length(*spans.memset, s.lo, s.hi),
+                busy_us=busy[i],
+                compute_us=compute[i],
+                active_us=active[i],
+                memcpy_us=memcpy[i],
+                memset_us=memset[i],
                 kernel_count=int(counts[i]),
                 kernel_time_us=float(ktime[i]),
                 longest_gap_us=float(gaps.max()) if len(gaps) else 0.0,

@@ -156,27 +156,19 @@ def _overlap(t: Trace, g: StepGraph, f: Fix, x: _Inputs, dst: np.ndarray) -> Non
     x.delay[cut] = -np.inf
     x.touched_edges |= cut
     x.touched_nodes |= moved
-    # New stream edges: each activity after the previous one of its own side on its stream.
+    # New stream edges: each activity after the previous one of its own side on its stream (where
+    # no edge already links the two).
     gpu = np.flatnonzero(g.kind == GPU)
     streams = t.gpu.stream[g.ref[gpu]]
-    order = gpu[np.lexsort((g.m_start[gpu], streams))]
-    extra_src: list[int] = []
-    extra_dst: list[int] = []
-    last: dict[tuple[int, bool], int] = {}
-    for v in order.tolist():
-        key = (int(t.gpu.stream[g.ref[v]]), bool(moved[v]))
-        p = last.get(key)
-        if p is not None and not _linked(g, p, v):
-            extra_src.append(p)
-            extra_dst.append(v)
-        last[key] = v
-    if extra_src:
-        _add_edges(x, g, np.asarray(extra_src), np.asarray(extra_dst), trace_facts(t).stream_gap, E_STREAM)
-
-
-def _linked(g: StepGraph, p: int, v: int) -> bool:
-    a, b = int(g.indptr[v]), int(g.indptr[v + 1])
-    return bool((g.pred[a:b] == p).any())
+    side = moved[gpu]
+    order = np.lexsort((g.m_start[gpu], side, streams))
+    v = gpu[order]
+    same = (streams[order][1:] == streams[order][:-1]) & (side[order][1:] == side[order][:-1])
+    src, dst_new = v[:-1][same], v[1:][same]
+    existing = set(zip(g.pred[stream_e].tolist(), dst[stream_e].tolist()))
+    keep = np.asarray([(a, b) not in existing for a, b in zip(src.tolist(), dst_new.tolist())], dtype=bool)
+    if keep.any():
+        _add_edges(x, g, src[keep], dst_new[keep], trace_facts(t).stream_gap, E_STREAM)
 
 
 def _add_edges(x: _Inputs, g: StepGraph, src: np.ndarray, dst_new: np.ndarray, delay: float, etype: int) -> None:

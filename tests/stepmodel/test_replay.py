@@ -151,3 +151,32 @@ def test_replay_per_format(replays: dict[str, list[tuple[str, int, float | None,
                 assert notes, (fmt, label, err)
     assert {"kineto", "nsys", "nvprof"} <= {f for f, rows in replays.items() if any(r[2] is not None for r in rows)}
     assert all(np.isfinite(r[2]) for rows in replays.values() for r in rows if r[2] is not None)
+
+
+def test_the_c_replay_equals_the_python_one() -> None:
+    """The C extension (where built) and the pure-Python replay give the same floats, on real
+    step graphs and on random graphs with cycles."""
+    import importlib
+
+    replay = importlib.import_module("perflint.stepmodel.replay")
+    if replay.native is None:
+        pytest.skip("the C replay is not built here")
+    from perflint.stepmodel.simulate import block_graph
+
+    graphs = []
+    for name in ("clean_bf16", "sync_item", "dataloader"):
+        t = load_trace(str(FIXTURES / "gpu" / f"{name}.pt.trace.json.gz"))
+        got = block_graph(t, step_model(t).window)
+        assert got is not None
+        g = got[0]
+        graphs.append((g.indptr, g.pred, g.delay, g.from_start, g.release, g.dur))
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        n = int(rng.integers(1, 40))
+        counts = rng.integers(0, 4, n)
+        indptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        pred = rng.integers(0, n, int(counts.sum())).astype(np.int64)  # any node: cycles too
+        graphs.append((indptr, pred, rng.random(len(pred)) * 5, rng.random(len(pred)) < 0.3, rng.random(n) * 10, rng.random(n) * 3))
+    for args in graphs:
+        c, py = replay.longest_path(*args), replay.longest_path_py(*args)
+        assert c.start.tolist() == py.start.tolist() and c.end.tolist() == py.end.tolist() and c.binding.tolist() == py.binding.tolist()
