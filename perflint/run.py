@@ -196,11 +196,16 @@ def run_check(
     return result, outcomes
 
 
-def _summary_one(trace: Trace, include_edge_steps: bool, timeline: bool) -> dict[str, Any]:
+def _summary_one(trace: Trace, include_edge_steps: bool, timeline: bool, active: list[ActiveRule]) -> dict[str, Any]:
+    from perflint.engine.run import check_trace
+    from perflint.facts import Context
     from perflint.metrics.step_breakdown import step_breakdown
     from perflint.trace_summary import add_views, summarize
 
     out = summarize(trace, include_edge_steps=include_edge_steps)
+    # What fixing every finding of the built-in rules would save: the check's what-if of them all.
+    checked = check_trace(Context(trace, include_edge_steps=include_edge_steps), active)
+    out["step_model"]["what_if_all"] = checked.metrics["step_model"]["what_if_all"]
     out["steps"]["breakdown"], why = step_breakdown(trace)
     if why and out["steps"]["median_us"] is not None:  # without steps the summary already says why
         out["warnings"].append(why)
@@ -222,8 +227,12 @@ def run_summary(
     `wrap(fn)`: the per-trace function extended (a report that gathers more per trace)."""
     try:
         from perflint import trace_summary  # noqa: F401 (imported while the workers decode)
+        from perflint.config import Config
+        from perflint.engine.loader import load_rules
+        from perflint.selection import select_rules
 
-        fn: Callable[[Trace], Any] = functools.partial(_summary_one, include_edge_steps=include_edge_steps, timeline=timeline)
+        active = select_rules(load_rules(), Config())
+        fn: Callable[[Trace], Any] = functools.partial(_summary_one, include_edge_steps=include_edge_steps, timeline=timeline, active=active)
         return prepared.run(wrap(fn) if wrap is not None else fn)
     finally:
         prepared.close()

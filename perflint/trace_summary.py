@@ -182,10 +182,18 @@ def bound_summary(m: StepModel) -> dict[str, Any]:
             }
             for r in runs(m.critical_path())
         ],  # fmt: skip
+        # What ran on each lane meanwhile (merged, replayed times), for the picture of the path.
+        "lanes": [{"lane": name, "busy": [[_r(a), _r(b)] for a, b in iv]} for name, iv in m.lanes()],
     }
 
 
 def summarize(trace: Trace, include_edge_steps: bool = False) -> dict[str, Any]:
+    """The trace's headline numbers, made once per trace and window (`summary` and `check` of one
+    trace share them)."""
+    return trace.memo.keyed(_summarize, trace, include_edge_steps)
+
+
+def _summarize(trace: Trace, include_edge_steps: bool) -> dict[str, Any]:
     m = step_model(trace, include_edge_steps)
     dev = trace.primary_device
     # The plugin's SM efficiency and occupancy formulas over the model's window; utilization is

@@ -10,6 +10,11 @@ from typing import Any
 from perflint.baseline.matching import pair_groups
 from perflint.baseline.snapshot import Snapshot
 from perflint.metrics.stats import mann_whitney_greater, median
+from perflint.stepmodel.critical import BOUND, LABELS
+from perflint.units import fmt_duration
+
+GREW_MIN_US = 1.0  # a critical-path category must grow by at least this much to be named
+GREW_MAX = 3  # categories named in the step-time row's `grew`
 
 # metric -> (unit, True when higher is worse)
 SCALARS = {
@@ -56,6 +61,11 @@ def compare(base: Snapshot, cur: Snapshot) -> list[dict[str, Any]]:
     for m, (_unit, hw) in SCALARS.items():
         if m in bs and m in cs:
             rows.append(_row(m, m, bs[m], cs[m], hw))
+    bound = _bound_rows(base, cur)
+    for r in rows:
+        if r["metric"] == "step_time_us":
+            r["grew"] = _grew(bound)
+    rows.extend(bound)
     for m in cs:
         if m.startswith("category.") and m in bs and (any(cs[m]) or any(bs[m])):
             rows.append(_row("category", m.split(".", 1)[1], bs[m], cs[m], True))
@@ -64,6 +74,26 @@ def compare(base: Snapshot, cur: Snapshot) -> list[dict[str, Any]]:
     if bp is not None and cp is not None:
         rows.append(_row("peak_memory_bytes", "peak_memory_bytes", [float(bp)], [float(cp)], True))
     return rows
+
+
+def _bound_rows(base: Snapshot, cur: Snapshot) -> list[dict[str, Any]]:
+    """The median step's change split over what bounds it: one row per critical-path category,
+    each side's median step shared out as its critical path is, so the deltas add up to the change
+    of the median step time."""
+    bb, cb = base.get("bound_by") or {}, cur.get("bound_by") or {}
+    if not bb or not cb:
+        return []
+    cats = [c for c in BOUND if c in bb or c in cb]
+    return [_row("bound_by", c, [float(bb.get(c, 0.0))], [float(cb.get(c, 0.0))], True, label=LABELS[c]) for c in cats]
+
+
+def _grew(bound: list[dict[str, Any]]) -> str:
+    """The critical-path categories that grew most, for the step-time row's message ("" when
+    none did or the snapshots do not say)."""
+    up = sorted((r for r in bound if (r["delta"] or 0.0) >= GREW_MIN_US), key=lambda r: -r["delta"])[:GREW_MAX]
+    if not up:
+        return ""
+    return "; on the critical path " + ", ".join(f"{r['label']} +{fmt_duration(r['delta'])}" for r in up) + " per step"
 
 
 def _group_rows(base: Snapshot, cur: Snapshot) -> list[dict[str, Any]]:

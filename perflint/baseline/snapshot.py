@@ -1,9 +1,9 @@
 """A compact per-trace snapshot of per-step samples, for baselines and diffs.
 
 Per analysis step (the step model's numbers: perflint.stepmodel): step time (its window), GPU
-busy %, kernel time per category, kernels and launches,
-memcpy bytes, and time/count per kernel group (top-level op x op x shapes x kernel). Groups
-below a small share are folded away so a snapshot stays kilobytes.
+busy %, kernel time per category, kernels and launches, memcpy bytes, and time/count per kernel
+group (top-level op x op x shapes x kernel); and what bounds the median step (time per category
+along its critical path). Groups below a small share are folded away so a snapshot stays kilobytes.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from perflint.memo import once
 from perflint.metrics.kernels import CATEGORIES
 from perflint.metrics.steps import launch_ts
 from perflint.model import KERNEL, MEMCPY, Trace
-from perflint.stepmodel import step_at
+from perflint.stepmodel import StepModel, step_at
 
 SNAPSHOT_SCHEMA = "perflint-snapshot"
 SNAPSHOT_VERSION = 1
@@ -85,9 +85,20 @@ def trace_snapshot(ctx: Context) -> Snapshot:
         "identity": device_identity(t),
         "steps": [s.number for s in steps],
         "samples": samples,
+        "bound_by": _bound_by(m) if n else {},
         "groups": groups,
         "peak_memory_bytes": peak,
     }
+
+
+def _bound_by(m: StepModel) -> dict[str, float]:
+    """What bounds the median step, per category, scaled to the median of the step times: the
+    categories of two snapshots then change by as much as their median steps do."""
+    got = m.bound_by()
+    total, median_us = sum(us for _, us in got), m.median_step_us
+    if total <= 0 or median_us is None:
+        return {}
+    return {c: round(us * median_us / total, 3) for c, us in got}
 
 
 def _groups(ctx: Context, step_idx: np.ndarray, n: int) -> dict[str, dict[str, Any]]:

@@ -79,8 +79,9 @@ def fix_of(ctx: Context, p: Pending) -> Fix | None:
 
 
 def apply_step_impacts(ctx: Context, pending: list[Pending]) -> dict[str, Any] | None:
-    """Set each pending finding's impact to its fix's step-time saving; the trace's what-if of
-    all fixes together (None where no step can be replayed: the rules' own estimates stay)."""
+    """Set each pending finding's impact to its fix's step-time saving; the trace's what-ifs: each
+    fix's and all of them together (None where no step can be replayed: the rules' own estimates
+    stay)."""
     m = step_model(ctx.trace, ctx.include_edge_steps)
     fixes = [fix_of(ctx, p) for p in pending]
     todo = [(p, f) for p, f in zip(pending, fixes) if f is not None and not f.empty]
@@ -88,7 +89,10 @@ def apply_step_impacts(ctx: Context, pending: list[Pending]) -> dict[str, Any] |
     if got is None or got.replayed_us <= 0:
         return None
     floor = MIN_SAVING_PCT / 100.0 * got.replayed_us
-    per_step = got.replayed_us / got.steps
+    # The step a saving is told against: the median analysed step (the whole trace without steps).
+    step_us = m.median_step_us or m.window_us
+    per = "step" if m.window.has_steps else "trace"
+    what_ifs: list[dict[str, Any]] = []
     for (p, fix), saving in zip(todo, got.alone):
         f = p.finding
         estimate = f.impact_us
@@ -99,21 +103,31 @@ def apply_step_impacts(ctx: Context, pending: list[Pending]) -> dict[str, Any] |
         elif estimate is not None:
             f.evidence["work_saved_us"] = estimate
         f.evidence["step_saving_per_step_us"] = saving / got.steps
-        f.evidence["step_us"] = per_step
+        f.evidence["step_us"] = step_us
+        f.evidence["saving_per"] = per
         f.impact_us = saving
         if saving < floor and reaches(f.severity, "warning"):
             f.evidence["severity_before_step_model"] = f.severity
             f.severity = "info"
             pct = 100.0 * saving / got.replayed_us
-            note = f"fixing it saves {fmt_duration(saving / got.steps)} per step ({pct:.1f}% of the step, below the {MIN_SAVING_PCT:g}% a warning needs)"
+            note = f"fixing it saves {fmt_duration(saving / got.steps)} per {per} ({pct:.1f}% of it, below the {MIN_SAVING_PCT:g}% a warning needs)"
             if estimate and saving < 0.9 * estimate:
                 what = "GPU time" if fix.change in ("shorten_gpu", "pin_copies") else "time"
                 note += f": the {what} it saves is {fmt_duration(estimate)}, but the step waits on {fmt_duration(saving)} of it"
             f.evidence["step_model_note"] = note
+        what_ifs.append({
+            "code": f.code, "fingerprint": f.fingerprint, "message": f.message, "change": fix.change,
+            "saving_us": saving, "saving_per_step_us": saving / got.steps,
+            "predicted_step_us": max(0.0, step_us - saving / got.steps),
+        })  # fmt: skip
+    what_ifs.sort(key=lambda w: -float(w["saving_us"]))
     return {
-        "step_us": per_step,
-        "predicted_step_us": per_step - got.together / got.steps,
+        "step_us": step_us,
+        "per": per,
+        "predicted_step_us": max(0.0, step_us * (1.0 - got.together / got.replayed_us)),
         "saving_us": got.together,
+        "saving_pct": 100.0 * got.together / got.replayed_us,
         "steps": got.steps,
-        "findings": len(todo),
+        "replayed_steps": got.replayed_steps,
+        "what_ifs": what_ifs,
     }

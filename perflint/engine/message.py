@@ -119,8 +119,9 @@ def _render_strict(text: str, env: Mapping[str, Any]) -> str:
     return "".join(out)
 
 
-def render(template: str, env: Mapping[str, Any]) -> str:
-    """The message for one finding: optional clauses resolved, units by magnitude, at most MAX_CHARS.
+def render(template: str, env: Mapping[str, Any], limit: int | None = MAX_CHARS) -> str:
+    """The message for one finding: optional clauses resolved, units by magnitude, at most `limit`
+    characters (None: a fix, written by the rule's author, is never cut).
     The template is parsed once; rendered values are never read as template text."""
     out: list[str] = []
     pos = 0
@@ -136,9 +137,12 @@ def render(template: str, env: Mapping[str, Any]) -> str:
         msg = "".join(out)
     except (ValueError, IndexError) as exc:
         msg = f"{template} [template error: {exc}]"
+    # A clause that came out empty leaves "()" or " ," behind; code in the text (".item()",
+    # "torch.compile()") keeps its dot and parentheses.
+    msg = re.sub(r"(?<![\w\])])\(\)", "", msg)
     msg = re.sub(r"\s+", " ", msg).strip()
-    msg = re.sub(r"\s+([,;.)])", r"\1", msg).replace("()", "").replace("( ", "(")
-    return msg if len(msg) <= MAX_CHARS else msg[: MAX_CHARS - 1].rstrip() + "…"
+    msg = re.sub(r"\s+([,;)]|\.(?!\w))", r"\1", msg).replace("( ", "(")
+    return msg if limit is None or len(msg) <= limit else msg[: limit - 1].rstrip() + "…"
 
 
 def placeholders(template: str) -> set[str]:

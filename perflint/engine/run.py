@@ -197,7 +197,7 @@ def evaluated(
             op_stack=list(top.get("op_stack") or []),
             input_dims=top.get("input_dims"),
             source=top.get("source"),
-            fix=render(rule.fix, env),
+            fix=render(rule.fix, env, limit=None),
             role=role,
             subject=dict(zip(ident, identity.subject(ident, ident_row, roles))),
         )
@@ -218,13 +218,21 @@ def analysed_window_us(ctx: Context) -> float | None:
 
 
 def _cap_impacts(found: list[Finding], window: float | None) -> None:
-    """No fix wins more time than the window analysed: an estimate over it is cut to it."""
+    """No fix wins more time than the window analysed, and the findings of a trace together win no
+    more than it either: an estimate over it is cut to it, and impacts that add up past it (where
+    the rules' own estimates stand, which may count one idle time twice) are scaled down together."""
     if window is None:
         return
     for f in found:
         if f.impact_us is not None and f.impact_us > window:
             f.evidence["impact_uncapped_us"] = f.impact_us
             f.impact_us = window
+    total = sum(f.impact_us for f in found if f.impact_us is not None)
+    if total > window > 0:
+        for f in found:
+            if f.impact_us is not None:
+                f.evidence.setdefault("impact_uncapped_us", f.impact_us)
+                f.impact_us *= window / total
 
 
 def status_of(ar: ActiveRule, findings: list[Finding], skipped: str | None) -> RuleStatus:
@@ -263,7 +271,7 @@ def check_trace(subject: Context | Trace, active: list[ActiveRule], role: str | 
         found = [p.finding for p in done]
         result.statuses.append(status_of(ar, found, reason))
         result.findings.extend(found)
-    result.metrics["step_model"] = {"what_if_all": apply_step_impacts(ctx, pending)}
+    result.metrics["step_model"] = {**summary["step_model"], "what_if_all": apply_step_impacts(ctx, pending)}
     _cap_impacts(result.findings, window)
     if "trace" in SOURCES:
         (row,) = rows(ctx, "trace") or [{}]

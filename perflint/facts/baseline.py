@@ -12,9 +12,9 @@ from perflint.facts import Context, Row, context_capability, fact
 MIN_STEPS = 4  # one-sided exact Mann-Whitney with 4 vs 4 samples can reach p = 1/70
 
 FIELDS = {
-    "metric": "step_time_us | gpu_busy_pct | category | kernel_group | new_group | removed_group | "
+    "metric": "step_time_us | gpu_busy_pct | category | bound_by | kernel_group | new_group | removed_group | "
     "kernels_per_step | launches_per_step | memcpy_bytes | peak_memory_bytes",
-    "key": "what is compared (category name, kernel-group label, metric name)",
+    "key": "what is compared (category name, critical-path category, kernel-group label, metric name)",
     "base_median": "baseline median over analysis steps",
     "cur_median": "current median over analysis steps",
     "delta": "cur_median - base_median",
@@ -27,6 +27,8 @@ FIELDS = {
     "cur_n": "current samples (steps)",
     "higher_is_worse": "direction of the metric",
     "time_delta_us": "extra time over the current run's analysis steps",
+    "label": "the critical-path category in words (bound_by rows: the median step's time along its critical path in that category; their deltas add up to the median step's)",
+    "grew": "step_time_us row: '; on the critical path <category> +<time>, ... per step' naming the critical-path categories that grew most ('' when none did)",
     "kernel": "kernel name (groups)",
     "op": "bottom-level op (groups)",
     "top_level_op": "top-level op (groups)",

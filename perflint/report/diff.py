@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from perflint.baseline.compare import SCALARS
+from perflint.units import fmt_duration
 
 # kind -> (absolute minimum, minimum % of the baseline); a change must reach both to count.
 MIN_EFFECT: dict[str, tuple[float, float]] = {
@@ -23,6 +24,7 @@ MIN_EFFECT: dict[str, tuple[float, float]] = {
     "pct": (0.5, 0.0),  # half a percentage point (GPU busy %)
 }
 _UNIT_KIND = {"us": "time", "B": "bytes", "": "count", "%": "pct"}
+GROUPS = ("kernel_group", "new_group", "removed_group")
 LABEL_WIDTH = 72  # text table: labels are shortened in the middle to this, longer where two would read alike
 
 
@@ -78,24 +80,47 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:+.1f}%"
 
 
-def _sections(pairs: list[dict[str, Any]], top: int) -> list[tuple[str, list[dict[str, Any]]]]:
+def _sections(pairs: list[dict[str, Any]], top: int) -> list[tuple[str, list[dict[str, Any]], list[dict[str, Any]]]]:
+    """Per pair: its title, the rows of its table, and its critical-path rows (the bound_by rows
+    that split the median step's change)."""
     out = []
     for pair in pairs:
         rows = pair["rows"]
-        scal = [r for r in rows if r["metric"] not in ("category", "kernel_group", "new_group", "removed_group")]
+        scal = [r for r in rows if r["metric"] not in ("category", "bound_by", *GROUPS)]
         cats = [r for r in rows if r["metric"] == "category"]
-        groups = [r for r in rows if r["metric"] in ("kernel_group", "new_group", "removed_group")]
+        bound = [r for r in rows if r["metric"] == "bound_by"]
+        groups = [r for r in rows if r["metric"] in GROUPS]
         groups.sort(key=lambda r: -abs(r.get("delta") or 0.0) * max(r.get("cur_n") or 1, r.get("base_n") or 1))
         title = f"{pair['base']} -> {pair['current']}" + (f" [rank {pair['rank']}]" if pair.get("rank") is not None else "")
-        out.append((title, scal + cats + groups[:top]))
+        out.append((title, scal + cats + groups[:top], bound))
     return out
+
+
+def _bound_lines(bound: list[dict[str, Any]]) -> tuple[str, list[tuple[str, str, str, str, str]]]:
+    """The critical-path split of the median step's change: a heading and, per category that
+    moved, (label, baseline, current, delta, share of the change)."""
+    base = sum(r["base_median"] or 0.0 for r in bound)
+    cur = sum(r["cur_median"] or 0.0 for r in bound)
+    change = cur - base
+    head = f"median step {fmt_duration(base)} -> {fmt_duration(cur)} ({'+' if change >= 0 else '-'}{fmt_duration(abs(change))}), split along its critical path:"
+    rows = []
+    for r in sorted(bound, key=lambda r: -abs(r["delta"] or 0.0)):
+        d = r["delta"] or 0.0
+        if abs(d) < MIN_EFFECT["time"][0] and not r["base_median"] and not r["cur_median"]:
+            continue
+        pct = 100.0 * d / change if abs(change) > 0 else None
+        share = "n/a" if pct is None else ("0%" if abs(pct) < 0.5 else f"{pct:+.0f}%")
+        rows.append((r["label"], _num(r["base_median"]), _num(r["cur_median"]), _num(d), share))
+    return head, rows
 
 
 def _label(r: dict[str, Any]) -> str:
     m: str = r["metric"]
     if m == "category":
         return f"category {r['key']}"
-    if m in ("kernel_group", "new_group", "removed_group"):
+    if m == "bound_by":
+        return f"bound by {r['label']}"
+    if m in GROUPS:
         tag = {"new_group": "NEW ", "removed_group": "GONE "}.get(m, "")
         ren = f" (was {r['renamed_from']})" if r.get("renamed_from") else ""
         return f"{tag}{r['key']}{ren}"
@@ -106,7 +131,7 @@ def _short_label(r: dict[str, Any]) -> str:
     """A kernel group for the text table: the kernel's short name first (what tells two groups
     apart), then its op and input dims; the top-level op and full names are in the other formats."""
     m = r["metric"]
-    if m not in ("kernel_group", "new_group", "removed_group") or not r.get("kernel"):
+    if m not in GROUPS or not r.get("kernel"):
         return _label(r)
     from perflint.metrics.kernel_names import short_name
 
@@ -149,7 +174,7 @@ def fit_labels(labels: list[str], width: int = LABEL_WIDTH) -> list[str]:
 
 def render_diff_text(pairs: list[dict[str, Any]], alpha: float = 0.05, top: int = 15) -> str:
     lines = []
-    for title, rows in _sections(pairs, top):
+    for title, rows, bound in _sections(pairs, top):
         labels = fit_labels([_short_label(r) for r in rows])
         w = max([LABEL_WIDTH, *map(len, labels)])
         lines.append(f"== {title}")
@@ -159,6 +184,11 @@ def render_diff_text(pairs: list[dict[str, Any]], alpha: float = 0.05, top: int 
                 f"  {label:<{w}} {_num(r['base_median']):>10} {_num(r['cur_median']):>10} {_num(r['delta']):>10} "
                 f"{_pct(r['delta_pct']):>8}  {_sig(r, alpha)}"
             )
+        if bound:
+            head, brows = _bound_lines(bound)
+            lines.append(f"  {head}")
+            for label, b, c, d, share in brows:
+                lines.append(f"    {label:<{w - 2}} {b:>10} {c:>10} {d:>10} {share:>8}  of the change")
     lines.append(
         "medians over analysis steps; same: below the minimum effect (1 µs and 1% of time, 4 KiB and 1% of bytes, "
         "1 and 1% of a count, 0.5 points of a percentage); "
@@ -169,7 +199,7 @@ def render_diff_text(pairs: list[dict[str, Any]], alpha: float = 0.05, top: int 
 
 def render_diff_markdown(pairs: list[dict[str, Any]], alpha: float = 0.05, top: int = 15) -> str:
     out = ["# perflint diff", ""]
-    for title, rows in _sections(pairs, top):
+    for title, rows, bound in _sections(pairs, top):
         out += [f"## {title}", "", "| metric | baseline | current | delta | % | change |", "|---|---:|---:|---:|---:|---|"]
         for r in rows:
             label = _label(r).replace("|", "\\|")
@@ -178,6 +208,11 @@ def render_diff_markdown(pairs: list[dict[str, Any]], alpha: float = 0.05, top: 
                 f"{_pct(r['delta_pct'])} | {_sig(r, alpha)} |"
             )
         out.append("")
+        if bound:
+            head, brows = _bound_lines(bound)
+            out += [f"The {head}", "", "| critical path | baseline | current | delta | share of the change |", "|---|---:|---:|---:|---:|"]
+            out += [f"| {label} | {b} | {c} | {d} | {share} |" for label, b, c, d, share in brows]
+            out.append("")
     out.append(
         "Medians over analysis steps; same: below the minimum effect (1 µs and 1% of time, 4 KiB and 1% of bytes, "
         f"1 and 1% of a count, 0.5 points of a percentage); significance: one-sided Mann-Whitney U, * = p < {alpha:g}."

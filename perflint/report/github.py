@@ -12,7 +12,7 @@ import os
 
 from perflint.findings import Finding, RunResult
 from perflint.report import ReportOptions
-from perflint.report._common import finding_location, fmt_us, ordered, repo_path, trace_context
+from perflint.report._common import finding_location, impact_text, ordered, repo_path, trace_context
 from perflint.report.text import render_text
 
 MAX_PER_LEVEL = 10
@@ -39,7 +39,7 @@ def _annotation(level: str, f: Finding, root: str) -> str:
     props.append(f"title={_prop(f'perflint {f.code} {f.name}')}")
     msg = f.message
     if f.impact_us:
-        msg += f" (~{fmt_us(f.impact_us)} recoverable)"
+        msg += f" ({impact_text(f)})"
     if line is not None:
         msg += f" {trace_context(f)}"
     return f"::{level} {','.join(props)}::{_data(msg)}"

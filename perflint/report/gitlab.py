@@ -18,7 +18,7 @@ import orjson
 
 from perflint.findings import RunResult
 from perflint.report import ReportOptions
-from perflint.report._common import finding_location, fmt_us, ordered, repo_path, trace_context
+from perflint.report._common import finding_location, impact_text, ordered, repo_path, trace_context
 
 SEVERITY = {"error": "critical", "warning": "major", "info": "info"}
 
@@ -50,7 +50,7 @@ def code_quality(result: RunResult, root: str | None = None) -> list[dict[str, A
         path, line = finding_location(f, root)
         text = " ".join(f.message.split())
         if f.impact_us:
-            text += f" (~{fmt_us(f.impact_us)} recoverable)"
+            text += f" ({impact_text(f)})"
         text += f" {trace_context(f)}" if line is not None else ("" if f.rank is None else f" [rank {f.rank}]")
         issues.append(
             {

@@ -57,7 +57,8 @@ class TraceModel(_Model):
     rank: int | None
     device: dict[str, Any] = Field(description="name, vendor, sm_count, compute_capability")
     metrics: dict[str, Any] = Field(
-        description="headline numbers as `perflint summary` prints them: steps, gpu, temporal, tensor_cores, kernels"
+        description="headline numbers as `perflint summary` prints them: steps, gpu, temporal, tensor_cores, kernels, "
+        "and step_model (window, bound_by, replay_error_pct, critical_path, what_if_all: the findings' fixes replayed)"
     )
     statuses: list[RuleStatusModel]
     findings: list[FindingModel] = Field(description="most severe first, then by recoverable time")

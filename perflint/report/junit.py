@@ -20,7 +20,7 @@ from junit_xml import TestCase, TestSuite, to_xml_report_string
 
 from perflint.findings import SEVERITY_RANK, Finding, RuleStatus, RunResult
 from perflint.report import ReportOptions
-from perflint.report._common import fmt_us, fmt_value, location_label, ordered, rules_by_code
+from perflint.report._common import fmt_value, impact_text, location_label, ordered, rules_by_code
 
 RUN_SUITE = "run (all ranks)"
 
@@ -28,7 +28,7 @@ RUN_SUITE = "run (all ranks)"
 def _describe(f: Finding) -> str:
     lines = [f"[{f.severity}] {f.code} {location_label(f)}: {f.message}"]
     if f.impact_us:
-        lines.append(f"  recoverable: ~{fmt_us(f.impact_us)}")
+        lines.append(f"  impact: {impact_text(f)}")
     if f.source:
         lines.append(f"  source: {f.source}")
     for k, v in f.evidence.items():

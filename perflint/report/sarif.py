@@ -24,7 +24,7 @@ import orjson
 from perflint._version import __version__
 from perflint.findings import Finding, RunResult
 from perflint.report import ReportOptions
-from perflint.report._common import SARIF_LEVEL, fmt_us, fmt_value, ordered, repo_path, rules_by_code, trace_context
+from perflint.report._common import SARIF_LEVEL, fmt_value, impact_text, ordered, repo_path, rules_by_code, trace_context
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 FINGERPRINT_KEY = "perflintFingerprint/v2"  # v2: the trace's role is part of the identity
@@ -81,7 +81,7 @@ def _location(f: Finding, root: str) -> dict[str, Any]:
 def _result(f: Finding, index: int, root: str) -> dict[str, Any]:
     text = f.message
     if f.impact_us:
-        text += f" (~{fmt_us(f.impact_us)} recoverable)"
+        text += f" ({impact_text(f)})"
     if f.source:  # the location is the source line: name the trace in the message
         text += f" {trace_context(f)}"
     res: dict[str, Any] = {

@@ -136,6 +136,12 @@ def render_summary(t: dict[str, Any]) -> str:
         replayed = f" (replayed within {err:.1f}%)" if err is not None else ""
         parts = [f"{b['label']} {b['pct']:.0f}%" for b in bound[:6] if b["pct"] >= 0.5]
         lines.append(f"Bound by        {' · '.join(parts)}{replayed}")
+    wi = sm.get("what_if_all")
+    if wi and wi.get("what_ifs"):
+        lines.append(
+            f"If all fixed    ~{_us(wi['predicted_step_us'])} per {wi['per']} ({-wi['saving_pct']:+.0f}%, "
+            f"{len(wi['what_ifs'])} finding(s) replayed together)"
+        )
     g, tp = t["gpu"], t["temporal"]
     lines.append(
         f"GPU             utilization {_pct(g['utilization_pct'])}, est. SM efficiency "

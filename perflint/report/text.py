@@ -14,7 +14,7 @@ import textwrap
 
 from perflint.findings import SEVERITIES, Finding, RunResult
 from perflint.report import ReportOptions
-from perflint.report._common import counts_line, fmt_us, location_label, ordered, skipped_by_reason, verdict
+from perflint.report._common import counts_line, impact_text, location_label, ordered, skipped_by_reason, verdict
 
 _COLORS = {"error": "31", "warning": "33", "info": "36", "passed": "32", "failed": "31", "dim": "2", "bold": "1"}
 _HEADINGS = {"error": "Errors", "warning": "Warnings", "info": "Info"}
@@ -42,7 +42,7 @@ def _wrapped(text: str, indent: str, width: int) -> tuple[str, ...]:
 
 
 def _finding(f: Finding, color: bool, width: int | None) -> list[str]:
-    head = f"{f.code} {f.name}" + (f"  (~{fmt_us(f.impact_us)} recoverable)" if f.impact_us else "")
+    head = f"{f.code} {f.name}" + (f"  ({impact_text(f)})" if f.impact_us else "")
     lines = _wrap(head, "  ", width)
     lines[0] = lines[0].replace(f.code, _paint(f.code, f.severity, color), 1)
     lines += _wrap(f.message, "      ", width)

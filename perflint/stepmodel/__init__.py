@@ -13,7 +13,7 @@ import numpy as np
 from perflint.metrics.kernels import CATEGORIES
 from perflint.metrics.stats import np_median
 from perflint.model import Trace
-from perflint.stepmodel.critical import BOUND, Segment, attribution, critical_path, recorded_attribution
+from perflint.stepmodel.critical import BOUND, Segment, attribution, critical_path, lane_activity, recorded_attribution
 from perflint.stepmodel.simulate import ANCHORED_MAX, BlockReplay, anchored_note, block_graph, replay_graph, why_off
 from perflint.stepmodel.usage import DeviceSpans, StepUsage, device_spans, step_usage
 from perflint.stepmodel.whatif import CHANGES, Fix, Savings, savings
@@ -150,6 +150,14 @@ class StepModel:
             return []
         return critical_path(self.trace, r.graph, r.replayed, j)
 
+    def lanes(self) -> list[tuple[str, list[tuple[float, float]]]]:
+        """What ran on each CPU thread and GPU stream during the median step's replay (merged busy
+        intervals, replayed times: the critical path's clock); empty where it is not a replay."""
+        r, j = self.block, self.median_step
+        if r is None or j is None or not self._replayable(j):
+            return []
+        return lane_activity(self.trace, r.graph, r.replayed, j)
+
     def bound_by(self) -> list[tuple[str, float]]:
         """What bounds the median step: time per category along its critical path, and the
         measured time the replay does not explain ("other"), adding up to the measured step.
@@ -176,7 +184,7 @@ class StepModel:
         r = self.block
         if r is None or float(np.mean(r.anchored)) > ANCHORED_MAX:
             return None
-        return savings(self.trace, r.graph, r.replayed, fixes, len(self.steps) / r.steps)
+        return savings(self.trace, r.graph, r.replayed, fixes, len(self.steps))
 
     def category_us(self) -> dict[str, float]:
         """GPU time per kernel category over the analysed steps."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from perflint.graph.names import dataloader_ops
+from perflint.ids import distinct
 from perflint.metrics.apis import is_launch
 from perflint.metrics.intervals import clip_length, merge
 from perflint.metrics.kernels import CATEGORIES, classify
@@ -248,3 +249,36 @@ def recorded_attribution(t: Trace, lo: float, hi: float) -> dict[str, float]:
     if rest > 0:
         got["other"] = rest
     return got
+
+
+MAX_LANES = 12  # lanes drawn beside the critical path: the busiest CPU threads and streams
+
+
+def lane_activity(t: Trace, g: StepGraph, rp: Replayed, i: int, resolution: int = 600) -> list[tuple[str, list[tuple[float, float]]]]:
+    """What ran on each lane (CPU thread, GPU stream) during replayed step i: its merged busy
+    intervals, gaps under 1/`resolution` of the step closed (what a picture can show), the busiest
+    MAX_LANES lanes, CPU threads first."""
+    lo_all, hi_all = g.replayed_windows(rp.start)
+    lo, hi = float(lo_all[i]), float(hi_all[i])
+    if hi <= lo:
+        return []
+    s, e = np.maximum(rp.start, lo), np.minimum(rp.end, hi)
+    on = ((g.kind == GPU) | (g.kind == CALL)) & (e > s)
+    tf = trace_facts(t)
+    nodes = np.flatnonzero(on)
+    gpu = nodes[g.kind[nodes] == GPU]
+    cpu = nodes[g.kind[nodes] == CALL]
+    close = (hi - lo) / resolution
+    lanes: list[tuple[bool, float, str, list[tuple[float, float]]]] = []
+    for is_gpu, rows, key in ((True, gpu, t.gpu.stream[g.ref[gpu]]), (False, cpu, tf.thread[g.ref[cpu]])):
+        for k in distinct(key):
+            mine = rows[key == k]
+            ms, me = merge(s[mine], e[mine])
+            keep = np.concatenate([[True], ms[1:] - me[:-1] > close])
+            starts, ends = ms[keep], np.maximum.reduceat(me, np.flatnonzero(keep))
+            name = f"GPU stream {k}" if is_gpu else f"CPU thread {t.threads[int(k)][1]}"
+            lanes.append((is_gpu, float((me - ms).sum()), name, list(zip(starts.tolist(), ends.tolist()))))
+    lanes.sort(key=lambda x: (x[0], -x[1]))
+    threads = [x for x in lanes if not x[0]][: MAX_LANES // 2]
+    streams = [x for x in lanes if x[0]][: MAX_LANES - len(threads)]
+    return [(name, iv) for _, _, name, iv in threads + streams]

@@ -294,7 +294,8 @@ class Savings:
     alone: tuple[float, ...]  # per fix: the analysed steps' time it saves
     together: float  # all fixes at once
     replayed_us: float  # the analysed steps' replayed time without any fix
-    steps: int  # steps replayed
+    steps: int  # analysed steps the times cover
+    replayed_steps: int  # steps replayed (a run of them when there are many)
 
 
 def _saving(t: Trace, g: StepGraph, base: float, crit: tuple[np.ndarray, np.ndarray], dst: np.ndarray, fixes: list[Fix]) -> float:
@@ -307,8 +308,8 @@ def _saving(t: Trace, g: StepGraph, base: float, crit: tuple[np.ndarray, np.ndar
     return max(0.0, base - replayed_us(g, x))
 
 
-def savings(t: Trace, g: StepGraph, rp: Replayed, fixes: list[Fix], scale: float) -> Savings:
-    """What the fixes save on the replayed steps, times `scale` (analysed steps per replayed one)."""
+def savings(t: Trace, g: StepGraph, rp: Replayed, fixes: list[Fix], steps: int) -> Savings:
+    """What the fixes save on the replayed steps, taken per step over the `steps` analysed ones."""
     lo, hi = g.replayed_windows(rp.start)
     base = float((hi - lo).sum())
     crit = critical_mask(g, rp)
@@ -322,4 +323,5 @@ def savings(t: Trace, g: StepGraph, rp: Replayed, fixes: list[Fix], scale: float
         else:
             alone.append(_saving(t, g, base, crit, dst, [f]))
     together = _saving(t, g, base, crit, dst, fixes) if fixes else 0.0
-    return Savings(tuple(a * scale for a in alone), together * scale, base * scale, len(lo))
+    scale = steps / len(lo)
+    return Savings(tuple(a * scale for a in alone), together * scale, base * scale, steps, len(lo))

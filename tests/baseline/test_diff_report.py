@@ -4,9 +4,14 @@ is never significant, NEW/GONE rows can be told apart (full names in JSON)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+import pytest
 
 from perflint.baseline.compare import _row
+from perflint.cli import main
 from perflint.report.diff import MIN_EFFECT, assess, fit_labels, render_diff_json, render_diff_text
+from tests.conftest import FIXTURES, shared_trace
 
 
 def _pair(rows: list[dict]) -> list[dict]:
@@ -64,3 +69,41 @@ def test_fit_labels_widens_only_what_would_read_alike() -> None:
     assert out[:2] == [a, b]  # they differ only in the middle: shown whole
     d, e = "p" * 50 + "1", "p" * 50 + "2"  # the end differs: the shortened labels already do
     assert fit_labels([d, e], width=30) == ["p" * 14 + "..." + "p" * 12 + "1", "p" * 14 + "..." + "p" * 12 + "2"]
+
+
+def _diff_json(base: str, cur: str, tmp: Path) -> dict:
+    out = tmp / "d.json"
+    assert main(["diff", base, cur, "--format", "json", "--output", str(out)]) == 0
+    (pair,) = json.loads(out.read_text())["pairs"]
+    return pair
+
+
+@pytest.mark.parametrize("which", ["regress", "workers"])
+def test_diff_splits_the_median_step_change_along_the_critical_path(which: str, tmp_path: Path) -> None:
+    """The bound-by rows of a diff add up to the change of the median step; the category that
+    grew is the one the change was made in (GEMM time for odd dims, data loading for fewer
+    loader workers)."""
+    if which == "regress":
+        base, cur, grown = str(FIXTURES / "gpu/regress_base.pt.trace.json.gz"), str(FIXTURES / "gpu/regress_head.pt.trace.json.gz"), "gpu_gemm"
+    else:
+        base, cur = (shared_trace(f"kineto/samples/resnet50_num_workers_{n}") for n in (4, 0))
+        grown = "data_loading"
+    pair = _diff_json(base, cur, tmp_path)
+    rows = {r["metric"]: r for r in pair["rows"] if r["metric"] != "bound_by"}
+    bound = [r for r in pair["rows"] if r["metric"] == "bound_by"]
+    step = rows["step_time_us"]
+    assert bound and step["delta"] > 0
+    assert sum(r["delta"] for r in bound) == pytest.approx(step["delta"], rel=1e-3, abs=1.0)
+    assert max(bound, key=lambda r: r["delta"])["key"] == grown
+    text = tmp_path / "d.txt"
+    assert main(["diff", base, cur, "--output", str(text)]) == 0
+    assert "split along its critical path:" in text.read_text()
+
+
+def test_a_step_regression_names_the_categories_that_grew(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    main(["check", str(FIXTURES / "gpu/regress_head.pt.trace.json.gz"), "--baseline", str(FIXTURES / "gpu/regress_base.pt.trace.json.gz"),
+          "--select", "REG001", "--json", str(out), "--output", str(tmp_path / "r.txt"), "--jobs", "1"])  # fmt: skip
+    (f,) = json.loads(out.read_text())["traces"][0]["findings"]
+    assert f["code"] == "REG001"
+    assert "on the critical path GPU gemm +7." in f["message"]

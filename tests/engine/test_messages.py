@@ -210,3 +210,12 @@ def test_no_impact_exceeds_the_analysed_window(tmp_path: Path, capsys: pytest.Ca
     for f in found:
         assert f["evidence"]["impact_basis"] == "time_us * 1000"
         assert f["evidence"]["impact_uncapped_us"] > f["impact_us"] == window
+
+
+def test_code_in_a_fix_keeps_its_dots_and_parentheses_and_a_fix_is_never_cut() -> None:
+    fix = "accumulate as tensors and call `.item()` / `.cpu()` once per N steps, or `torch.compile()` it. " * 8
+    out = render(fix, {}, limit=None)
+    assert "call `.item()` / `.cpu()` once" in out and "`torch.compile()` it." in out
+    assert len(out) > MAX_CHARS and not out.endswith("…")
+    # An optional clause that came out empty still leaves no "()" or " ," behind.
+    assert render("took {a} ({b}) , then", {"a": 2}) == "took 2, then"

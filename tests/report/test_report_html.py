@@ -64,6 +64,24 @@ def test_check_page_has_the_charts_each_with_its_table(check_page: tuple[str, di
     assert html.count("<h3>Top kernels</h3>") == n_traces and html.count("<h3>Top ops</h3>") == n_traces
 
 
+def test_check_page_shows_what_bounds_each_step(check_page: tuple[str, dict[str, object]]) -> None:
+    """Per trace the bound-by bar, the median step's critical path over its lanes, and the what-if
+    table with every finding whose fix the model replayed, then all of them together."""
+    html, doc = check_page
+    traces = doc["traces"]  # type: ignore[index]
+    bounded = [t for t in traces if t["metrics"]["step_model"]["bound_by"]]  # type: ignore[index]
+    assert bounded
+    assert html.count('class="chart shares"') == len(bounded)
+    pathed = [t for t in bounded if t["metrics"]["step_model"]["critical_path"]]  # type: ignore[index]
+    assert pathed and html.count('class="chart lanes"') == len(pathed)
+    for t in pathed:
+        for run in t["metrics"]["step_model"]["critical_path"]:  # type: ignore[index]
+            assert f">{run['lane']}<" in html  # every lane the path crosses is drawn
+    fixed = [t for t in traces if (t["metrics"]["step_model"]["what_if_all"] or {}).get("what_ifs")]  # type: ignore[index, union-attr]
+    assert fixed and html.count("<h3>What if it were fixed</h3>") == len(fixed)
+    assert html.count("fixes together</td>") == len(fixed)
+
+
 def test_the_json_report_of_the_same_run_carries_no_panels(check_page: tuple[str, dict[str, object]]) -> None:
     _, doc = check_page
     for t in doc["traces"]:  # type: ignore[union-attr]

@@ -20,7 +20,7 @@ th[aria-sort=ascending]::after{content:" \\2191"}th[aria-sort=descending]::after
 details{margin:6px 0}summary{cursor:pointer;color:var(--mut)}section.trace{border-top:2px solid var(--line);margin-top:24px}
 .fig{margin:8px 0;overflow-x:auto}svg.chart{width:100%;min-width:460px;max-width:900px;height:auto;display:block;font-size:12px}svg .ink{fill:var(--fg)}svg .small{font-size:10px}svg .grid{stroke:var(--line)}
 svg .s0{fill:var(--s0)}svg .s1{fill:var(--s1)}svg .s2{fill:var(--s2)}svg .s3{fill:var(--s3)}svg .s4{fill:var(--s4)}svg .s5{fill:var(--s5)}svg .s6{fill:var(--s6)}svg .s7{fill:var(--s7)}svg .roof{fill:none !important;stroke-width:2}svg .roof.s0{stroke:var(--s0)}svg .roof.s1{stroke:var(--s1)}
-svg .area{fill-opacity:.55;stroke:var(--s0)}svg .box{fill:none;stroke:var(--mut)}svg .med{stroke:var(--fg);stroke-width:2}svg .dot{fill-opacity:.7}
+svg .area{fill-opacity:.55;stroke:var(--s0)}svg .box{fill:none;stroke:var(--mut)}svg .med{stroke:var(--fg);stroke-width:2}svg .dot{fill-opacity:.7}svg .busy{fill:var(--line)}svg .crit{stroke:var(--fg);stroke-width:.6}svg .link{stroke:var(--fg);stroke-width:.8;stroke-dasharray:2 2}
 .nw{white-space:nowrap}.tw td code{display:inline-block;min-width:16em}.hook{border:1px dashed var(--line);padding:8px;border-radius:6px;color:var(--mut)}
 @media (max-width:480px){main{padding:8px}body{font-size:13px}th,td{padding:2px 4px}}
 """

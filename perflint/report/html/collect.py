@@ -11,9 +11,9 @@ import numpy as np
 from perflint.facts import Context
 from perflint.ids import unique_inverse
 from perflint.metrics.step_breakdown import step_breakdown
-from perflint.metrics.steps import analysis_steps
 from perflint.metrics.tb_gpu import utilization_series
 from perflint.model import KERNEL, MEMCPY, MEMSET, NONE, OP_CPU, Trace
+from perflint.stepmodel import step_model
 from perflint.trace_summary import summarize
 
 TOP_OPS = 15
@@ -133,7 +133,8 @@ def panels(ctx: Context, summary: dict[str, Any] | None = None) -> dict[str, Any
     if breakdown is not None:
         breakdown = {**breakdown, "steps": [breakdown["steps"][i] for i in thin(len(breakdown["steps"]))],
                      "all_steps": len(breakdown["steps"])}
-    steps = analysis_steps(trace, include_edge_steps)
+    model = step_model(trace, include_edge_steps)
+    steps = model.steps if model.window.has_steps else ()
     return {
         "path": trace.path,
         "rank": trace.rank,
@@ -142,7 +143,8 @@ def panels(ctx: Context, summary: dict[str, Any] | None = None) -> dict[str, Any
         "tensor_cores": summ["tensor_cores"],
         "kernels": summ["kernels"],
         "kernel_view": summ.get("kernel_view"),  # `perflint summary` only
-        "steps": {"numbers": [s.number for s in steps], "durs_us": [round(s.dur, 3) for s in steps]},
+        "steps": {"numbers": [s.number for s in steps], "durs_us": [round(s.us, 3) for s in steps]},
+        "step_model": summ.get("step_model"),
         "breakdown": breakdown,
         "breakdown_why": why,
         "timeline": _timeline(trace),

@@ -10,6 +10,7 @@ from typing import Any
 from perflint._version import __version__
 from perflint.report.html import svg
 from perflint.report.html.assets import CSS, JS
+from perflint.units import fmt_duration
 
 Cell = tuple[str, float | None]  # shown text, sort value (None: sort by text)
 MAX_RANK_DETAILS = 8  # a run with more ranks details only its slowest and fastest ones
@@ -165,7 +166,7 @@ def ops_block(p: dict[str, Any]) -> str:
 def comparison_block(cmp: dict[str, Any] | None, alpha: float = 0.05, top: int = 15) -> str:
     """Before/after per-step distributions with the significance test's result, then the rows the
     diff's text report lists, in its order."""
-    from perflint.report.diff import _label, _sections, _sig
+    from perflint.report.diff import _bound_lines, _label, _sections, _sig
 
     if not cmp:
         return ""
@@ -179,7 +180,7 @@ def comparison_block(cmp: dict[str, Any] | None, alpha: float = 0.05, top: int =
         rows = [[t(side), n(float(i), nd=0), n(v, nd=2)] for side in ("base", "current") for i, v in enumerate(s[side])]
         out.append(f"<h4>{escape(caption)}</h4>" + figure(chart, f"{metric} per analysis step", table(
             [("side", False), ("step #", True), (metric, True)], rows)))
-    (_, listed), = _sections([{"base": "", "current": "", "rank": None, "rows": cmp["rows"]}], top)
+    (_, listed, bound), = _sections([{"base": "", "current": "", "rank": None, "rows": cmp["rows"]}], top)
     listed = [r for r in listed if r["metric"] not in cmp["samples"]]
     if listed:
         out.append(table(
@@ -187,6 +188,53 @@ def comparison_block(cmp: dict[str, Any] | None, alpha: float = 0.05, top: int =
             [[code(_label(r)), n(r["base_median"]), n(r["cur_median"]), n(r["delta_pct"], "%"), (f"<span class=nw>{escape(_sig(r, alpha))}</span>", None)]
              for r in listed]))
         out.append(f"<p class=mut>Medians over analysis steps; one-sided Mann-Whitney U, * = p &lt; {alpha}.</p>")
+    if bound:
+        head, brows = _bound_lines(bound)
+        out.append(f"<p>The {escape(head)}</p>" + table(
+            [("critical path", False), ("baseline us", True), ("current us", True), ("delta us", True), ("share of the change", True)],
+            [[t(label), t(b), t(c), t(d), t(share)] for label, b, c, d, share in brows]))  # fmt: skip
+    return "".join(out)
+
+
+def step_model_block(p: dict[str, Any]) -> str:
+    """What bounds the median step: the bound-by bar, the critical path drawn over the lanes it
+    crosses, and what each finding's fix (and all of them together) would make of the step."""
+    sm = p.get("step_model") or {}
+    bound = sm.get("bound_by") or []
+    if not bound:
+        return ""
+    err = sm.get("replay_error_pct")
+    step = sm.get("median_step")
+    total = sum(b["us"] for b in bound)
+    colour = {b["category"]: i for i, b in enumerate(bound)}  # by rank: the largest get distinct colours
+    what = f"Median step {step}" if step is not None else "The whole trace"
+    head = f"{what}: {fmt_duration(total)}" + (f", replayed within {err:.1f}%" if err is not None else "")
+    notes = "".join(f"<li>{escape(x)}</li>" for x in sm.get("replay_notes") or [])
+    out = [f"<h3>What bounds the step</h3><p>{escape(head)}.</p>" + (f"<ul class=mut>{notes}</ul>" if notes else "")]
+    bar = svg.shares("what bounds the median step", [(b["label"], b["pct"], colour[b["category"]]) for b in bound])
+    out.append(figure(bar, "the median step's time along its critical path, by category",
+                      table([("category", False), ("us", True), ("% of the step", True)], [[t(b["label"]), n(b["us"]), n(b["pct"], "%")] for b in bound])))
+    path = sm.get("critical_path") or []
+    if path:
+        lo, hi = path[0]["start_us"], path[-1]["end_us"]
+        busy = [(x["lane"], x["busy"]) for x in sm.get("lanes") or []]
+        chart = svg.lanes("the median step's critical path over its lanes", lo, hi, busy,
+                          [(r["lane"], r["start_us"], r["end_us"], svg.short(r["name"], 60), colour.get(r["category"], 0)) for r in path])
+        from perflint.stepmodel.critical import LABELS
+
+        rows = [[t(r["lane"]), n(r["start_us"] - lo), n(r["end_us"] - r["start_us"]), t(LABELS.get(r["category"], r["category"])), code(r["name"])] for r in path]
+        out.append(figure(chart, "critical path of the median step (coloured, replayed times) over what ran on each CPU thread and GPU stream (grey)",
+                          table([("lane", False), ("start us", True), ("us", True), ("mostly", False), ("longest piece", False)], rows)))
+    wi = sm.get("what_if_all") or {}
+    if wi.get("what_ifs"):
+        per = wi.get("per", "step")
+        rows = [[(escape(w["code"]), None), code(w["message"], 110), t(w["change"]), n(w["saving_per_step_us"]), n(w["predicted_step_us"])]
+                for w in wi["what_ifs"]]
+        rows.append([t("all"), t(f"{len(wi['what_ifs'])} fixes together"), t(""), n(wi["step_us"] - wi["predicted_step_us"]), n(wi["predicted_step_us"])])
+        out.append(f"<h3>What if it were fixed</h3><p>The median {per} ({fmt_duration(wi['step_us'])}) replayed with each finding's fix, "
+                   f"then with all of them together: {fmt_duration(wi['predicted_step_us'])} ({-wi['saving_pct']:+.0f}%).</p>"
+                   + table([("finding", False), ("message", False), ("fix changes", False), (f"saves us per {per}", True),
+                            (f"predicted {per} us", True)], rows))  # fmt: skip
     return "".join(out)
 
 
@@ -216,7 +264,7 @@ def trace_section(p: dict[str, Any], alpha: float = 0.05) -> str:
     return (
         f'<section class="trace"><h2>{escape(label)}</h2>' + gpu_cards(p)
         + (f"<details><summary>{len(p['warnings'])} warnings</summary><ul>{warns}</ul></details>" if warns else "")
-        + breakdown_block(p) + timeline_block(p)
+        + step_model_block(p) + breakdown_block(p) + timeline_block(p)
         + category_block(p) + roofline_block(p)
         + kernels_block(p) + kernel_view_block(p) + ops_block(p) + comparison_block(p.get("baseline"), alpha) + "</section>"
     )

@@ -210,3 +210,76 @@ def roofline(title: str, roofs: Sequence[tuple[str, float]], bandwidth_gbps: flo
                     f"{num(x)} FLOP/byte, {num(y)} TFLOP/s</title></circle>"
                     f'<text class="ink" x="{_f(px(x) + 6)}" y="{_f(py(y) - 4)}">{k}</text>')
     return _svg(top_pad + plot_h + bottom + 6, title, body, "roofline")
+
+
+def shares(title: str, parts: Sequence[tuple[str, float, int]]) -> str:
+    """One horizontal bar split into (label, share %, colour index) parts, with a legend."""
+    left, bar_h = 8, 26
+    body, x = [], float(left)
+    span = W - 2 * left
+    for label, pct, c in parts:
+        w = span * pct / 100.0
+        if w <= 0:
+            continue
+        body.append(f'<rect class="s{c % 8}" x="{_f(x)}" y="4" width="{_f(w)}" height="{bar_h}"><title>{escape(label)}: {pct:.1f}%</title></rect>')
+        if w > 44:
+            body.append(f'<text class="ink small" x="{_f(x + 3)}" y="{4 + bar_h / 2 + 4}">{pct:.0f}%</text>')
+        x += w
+    legend = [f"{label} {pct:.0f}%" for label, pct, _ in parts]
+    body.append(_legend_at(legend, [c for _, _, c in parts], left, 4 + bar_h + 10))
+    rows = 1 + (len(parts) - 1) // max(1, int((W - left) // 195))
+    return _svg(4 + bar_h + 10 + 14 * rows + 4, title, body, "shares")
+
+
+def _legend_at(texts: Sequence[str], colours: Sequence[int], left: float, y: float, width: float = 195) -> str:
+    out = []
+    x = left
+    for text, c in zip(texts, colours):
+        if x + width > W:
+            x, y = left, y + 14
+        out.append(f'<rect class="s{c % 8}" x="{_f(x)}" y="{_f(y)}" width="10" height="10"/>'
+                   f'<text class="ink small" x="{_f(x + 14)}" y="{_f(y + 9)}">{escape(short(text, 34))}</text>')
+        x += width
+    return "".join(out)
+
+
+def lanes(
+    title: str, lo: float, hi: float, busy: Sequence[tuple[str, Sequence[Sequence[float]]]],
+    path: Sequence[tuple[str, float, float, str, int]],
+) -> str:  # fmt: skip
+    """A step as lanes (CPU threads, GPU streams) from `lo` to `hi`: each lane's busy time in grey,
+    the critical path's (lane, start, end, label, colour index) pieces over it in colour, named
+    where they are wide enough, and joined from one lane to the next."""
+    left, row_h, top_pad = 130, 26, 4
+    names = list(dict.fromkeys([name for name, _ in busy] + [p[0] for p in path]))
+    row = {name: i for i, name in enumerate(names)}
+    span = W - left - 8
+    scale = span / (hi - lo) if hi > lo else 0.0
+
+    def x(v: float) -> float:
+        return left + (min(max(v, lo), hi) - lo) * scale
+
+    body = []
+    for name, i in row.items():
+        y = top_pad + i * row_h
+        body.append(f'<text class="ink small" x="{left - 6}" y="{_f(y + row_h / 2 + 3)}" text-anchor="end">{escape(short(name, 22))}</text>'
+                    f'<line class="grid" x1="{left}" x2="{W - 8}" y1="{_f(y + row_h - 2)}" y2="{_f(y + row_h - 2)}"/>')
+    for name, ivs in busy:
+        y = top_pad + row[name] * row_h + 8
+        for a, b in ivs:
+            body.append(f'<rect class="busy" x="{_f(x(a))}" y="{_f(y)}" width="{_f(max(0.5, x(b) - x(a)))}" height="{row_h - 18}"/>')
+    prev: tuple[float, float] | None = None
+    for name, a, b, label, c in path:
+        y = top_pad + row[name] * row_h + 3
+        w = max(1.0, x(b) - x(a))
+        if prev is not None:
+            body.append(f'<line class="link" x1="{_f(prev[0])}" x2="{_f(x(a))}" y1="{_f(prev[1])}" y2="{_f(y + (row_h - 8) / 2)}"/>')
+        body.append(f'<rect class="s{c % 8} crit" x="{_f(x(a))}" y="{_f(y)}" width="{_f(w)}" height="{row_h - 8}">'
+                    f"<title>{escape(name)}: {escape(label)}, {num(b - a)}us</title></rect>")
+        if w > 60:
+            body.append(f'<text class="ink small" x="{_f(x(a) + 3)}" y="{_f(y + row_h / 2)}">{escape(short(label, int(w / 6)))}</text>')
+        prev = (x(a) + w, y + (row_h - 8) / 2)
+    ay = top_pad + len(names) * row_h + 2
+    body.append(f'<text class="ink small" x="{left}" y="{_f(ay + 10)}">0</text>'
+                f'<text class="ink small" x="{W - 8}" y="{_f(ay + 10)}" text-anchor="end">{escape(num(hi - lo))}us</text>')
+    return _svg(ay + 16, title, body, "lanes")
