@@ -170,6 +170,8 @@ def bound_summary(m: StepModel) -> dict[str, Any]:
     bound = m.bound_by()
     total = sum(us for _, us in bound)
     median = m.steps[m.median_index] if m.steps else None
+    path = m.critical_path()
+    listed, n_runs = runs(m.trace, path) if path is not None else ([], 0)
     return {
         "median_step": median.number if median is not None and m.window.has_steps else None,
         "bound_by": [{"category": c, "label": LABELS[c], "us": _r(us), "pct": _r(100.0 * us / total)} for c, us in bound] if total > 0 else [],
@@ -180,8 +182,12 @@ def bound_summary(m: StepModel) -> dict[str, Any]:
                 "lane": r.lane, "start_us": _r(r.start), "end_us": _r(r.end), "category": r.category,
                 "categories": {c: _r(us) for c, us in r.categories.items()}, "name": r.name, "pieces": r.pieces,
             }
-            for r in runs(m.critical_path())
+            for r in listed
         ],  # fmt: skip
+        # The path's time span (replayed clock) and how many runs it has: a long path lists only
+        # its longest runs.
+        "critical_path_span_us": [_r(float(path.start[0])), _r(float(path.end[-1]))] if path is not None and len(path) else None,
+        "critical_path_runs": n_runs,
         # What ran on each lane meanwhile (merged, replayed times), for the picture of the path.
         "lanes": [{"lane": name, "busy": [[_r(a), _r(b)] for a, b in iv]} for name, iv in m.lanes()],
     }

@@ -13,8 +13,8 @@ import numpy as np
 from perflint.metrics.kernels import CATEGORIES
 from perflint.metrics.stats import np_median
 from perflint.model import Trace
-from perflint.stepmodel.critical import BOUND, Segment, attribution, critical_path, lane_activity, recorded_attribution
-from perflint.stepmodel.simulate import ANCHORED_MAX, BlockReplay, anchored_note, block_graph, replay_graph, why_off
+from perflint.stepmodel.critical import BOUND, Pieces, attribution, critical_path, lane_activity, recorded_attribution
+from perflint.stepmodel.simulate import ANCHORED_MAX, BlockReplay, anchored_note, block_graph, replay_graph, too_big, why_off
 from perflint.stepmodel.usage import DeviceSpans, StepUsage, device_spans, step_usage
 from perflint.stepmodel.whatif import CHANGES, Fix, Savings, savings
 from perflint.stepmodel.window import StepWindow, Window, analysis_window, device_work, step_at
@@ -121,9 +121,13 @@ class StepModel:
 
     @property
     def median_index(self) -> int:
-        """The median step's index among the analysed steps."""
+        """The median step's index among the analysed steps (of the replayed ones where there is
+        a replay: a long run replays the middle steps)."""
         r, j = self.block, self.median_step
-        return 0 if r is None or j is None else r.first + j
+        if r is None or j is None:
+            durs = [st.us for st in self.steps]
+            return int(np.argsort(durs, kind="stable")[(len(durs) - 1) // 2]) if durs else 0
+        return r.first + j
 
     @cached_property
     def replay_notes(self) -> tuple[str, ...]:
@@ -131,7 +135,8 @@ class StepModel:
         call, and where the replay is more than REPLAY_OK_PCT off, which edge is missing."""
         r, j = self.block, self.median_step
         if r is None or j is None:
-            return ()
+            why = too_big(self.trace, self.window)
+            return (why,) if why else ()
         share = float(r.anchored[j])
         if share > ANCHORED_MAX:
             return (f"no replay: {anchored_note(self.trace, share)}",)
@@ -143,12 +148,17 @@ class StepModel:
             notes.append(f"{r.steps} of the {len(self.steps)} analysed steps replayed (the middle ones); fixes save per step what they save there")
         return tuple(notes)
 
-    def critical_path(self) -> list[Segment]:
-        """The median step's critical path (replayed times); empty where it is not a replay."""
+    @cached_property
+    def _path(self) -> Pieces | None:
         r, j = self.block, self.median_step
-        if r is None or j is None or not self._replayable(j):
-            return []
+        if r is None or j is None:
+            return None
         return critical_path(self.trace, r.graph, r.replayed, j)
+
+    def critical_path(self) -> Pieces | None:
+        """The median step's critical path (replayed times); None where it is not a replay."""
+        j = self.median_step
+        return self._path if j is not None and self._replayable(j) else None
 
     def lanes(self) -> list[tuple[str, list[tuple[float, float]]]]:
         """What ran on each CPU thread and GPU stream during the median step's replay (merged busy
@@ -163,13 +173,15 @@ class StepModel:
         measured time the replay does not explain ("other"), adding up to the measured step.
         A step that cannot be replayed is shared out by what the trace recorded."""
         r, j = self.block, self.median_step
-        if r is None or j is None:
+        if not self.steps:
             return []
-        if not self._replayable(j):
+        if r is None or j is None or not self._replayable(j):
             s = self.steps[self.median_index]
             got = recorded_attribution(self.trace, s.lo, s.hi)
             return sorted(((k, v) for k, v in got.items() if v > 0), key=lambda kv: (-kv[1], BOUND.index(kv[0])))
-        got = attribution(critical_path(self.trace, r.graph, r.replayed, j))
+        path = self._path
+        assert path is not None
+        got = attribution(path)
         scale = 1.0
         rest = r.measured_us(j) - r.replayed_us(j)
         if rest > 0:

@@ -142,8 +142,54 @@ static PyObject *longest_path(PyObject *self, PyObject *args) {
     return PyLong_FromLong(cycles);
 }
 
+/* walk(binding, pred, from_start, start, end, lo, v0, out, seen) -> int
+ *
+ * The critical path back from node v0: v0, then the predecessor of its binding edge, and so on;
+ * it stops after a node that starts at or before lo, has no binding edge (its release), or whose
+ * binding edge counts from a time at or before lo, and before a node already marked in seen
+ * (uint8 per node, marked as it goes: several walks share their common part once). The nodes go
+ * into out (int64, one slot per node at least); returns how many. */
+static PyObject *walk(PyObject *self, PyObject *args) {
+    PyObject *o[5], *out_o, *seen_o;
+    double lo;
+    long long v0;
+    if (!PyArg_ParseTuple(args, "OOOOOdLOO", &o[0], &o[1], &o[2], &o[3], &o[4], &lo, &v0, &out_o, &seen_o)) return NULL;
+    static const char *names[5] = {"binding", "pred", "from_start", "start", "end"};
+    static const Py_ssize_t sizes[5] = {8, 8, 1, 8, 8};
+    Buf b[7];
+    memset(b, 0, sizeof b);
+    for (int i = 0; i < 5; i++)
+        if (get(o[i], &b[i], sizes[i], 0, names[i]) < 0) { release_all(b, 7); return NULL; }
+    if (get(out_o, &b[5], 8, 1, "out") < 0 || get(seen_o, &b[6], 1, 1, "seen") < 0) { release_all(b, 7); return NULL; }
+    Py_ssize_t n = b[0].b.len / 8, m = b[1].b.len / 8, cap = b[5].b.len / 8, k = 0;
+    if (b[2].b.len != m || b[3].b.len / 8 != n || b[4].b.len / 8 != n || b[6].b.len != n) {
+        release_all(b, 7);
+        PyErr_SetString(PyExc_ValueError, "walk: array lengths do not match");
+        return NULL;
+    }
+    const int64_t *binding = (const int64_t *)b[0].b.buf, *pred = (const int64_t *)b[1].b.buf;
+    const uint8_t *from_start = (const uint8_t *)b[2].b.buf;
+    const double *start = (const double *)b[3].b.buf, *end = (const double *)b[4].b.buf;
+    int64_t *out = (int64_t *)b[5].b.buf;
+    uint8_t *seen = (uint8_t *)b[6].b.buf;
+    int64_t v = v0;
+    while (v >= 0 && v < n && k < cap && !seen[v]) {
+        seen[v] = 1;
+        out[k++] = v;
+        if (start[v] <= lo) break;
+        int64_t e = binding[v];
+        if (e < 0 || e >= m) break;
+        int64_t p = pred[e];
+        if (p < 0 || p >= n || (from_start[e] ? start[p] : end[p]) <= lo) break;
+        v = p;
+    }
+    release_all(b, 7);
+    return PyLong_FromSsize_t(k);
+}
+
 static PyMethodDef methods[] = {
     {"longest_path", longest_path, METH_VARARGS, "Longest path through a step graph in topological order."},
+    {"walk", walk, METH_VARARGS, "The critical path back from a node, as node indices."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -16,3 +16,7 @@ def longest_path(
     binding: np.ndarray,
     /,
 ) -> int: ...
+
+def walk(
+    binding: np.ndarray, pred: np.ndarray, from_start: np.ndarray, start: np.ndarray, end: np.ndarray, lo: float, v0: int, out: np.ndarray, seen: np.ndarray, /
+) -> int: ...

@@ -93,8 +93,9 @@ def build_block(t: Trace, tf: TraceFacts, steps: list[StepSpec]) -> StepGraph:
     ne = len(ts)
     is_call = kind == CALL
     blocking = np.zeros(ne, dtype=bool)
-    if waits:
-        blocking[is_call] = np.isin(ref[is_call], np.fromiter(waits, dtype=I64, count=len(waits)))
+    wait_call, wait_gpu = waits
+    if len(wait_call):
+        blocking[is_call] = np.isin(ref[is_call], wait_call)
     # A call that starts inside an earlier call on its thread is nested in it (a driver call under
     # a runtime call): it hangs off that call's start, off the thread's chain.
     new_thread = np.ones(ne, dtype=bool)
@@ -125,7 +126,11 @@ def build_block(t: Trace, tf: TraceFacts, steps: list[StepSpec]) -> StepGraph:
     m_start[first_node] = ts
     ret = first_node[blocking] + 1
     if len(ret):
-        awaited_end = np.asarray([max(float(g.ts[w] + g.dur[w]) for w in waits[int(r)]) for r in ref[blocking]])
+        # Each blocking call returns after the last of the work it waited for.
+        at = _lookup(ref[blocking])(wait_call)
+        mine = at != NONE
+        awaited_end = np.full(len(ret), -np.inf)
+        np.maximum.at(awaited_end, at[mine], g.ts[wait_gpu[mine]] + g.dur[wait_gpu[mine]])
         tail = np.maximum(0.0, ts[blocking] + dur[blocking] - awaited_end)
         node_kind[ret] = RETURN
         node_ref[ret] = ref[blocking]
@@ -186,11 +191,11 @@ def build_block(t: Trace, tf: TraceFacts, steps: list[StepSpec]) -> StepGraph:
     anchored = gnode[~got]  # no launch call in the trace: the activity keeps its measured start
     release[anchored] = np.maximum(release[anchored], m_start[anchored])
     # Host waits: the GPU work a blocking call waited for, into its return.
-    if waits:
-        node_of_call = dict(zip(ref[blocking].tolist(), ret.tolist()))
-        ws = [(gnode[int(pos_of(np.asarray([w]))[0])], node_of_call[r]) for r, ks in waits.items() if r in node_of_call for w in ks]
-        if ws:
-            e.add(np.asarray([a for a, _ in ws]), np.asarray([b for _, b in ws]), 0.0, E_WAIT)
+    if len(wait_call):
+        at = _lookup(ref[blocking])(wait_call)
+        src = pos_of(wait_gpu)
+        ok = (at != NONE) & (src != NONE)
+        e.add(gnode[src[ok]], ret[at[ok]], 0.0, E_WAIT)
     _event_edges(t, tf, gpu, gnode, launch, rt.ts, e)
 
     # Each step ends when its CPU span ends and its GPU work is done.

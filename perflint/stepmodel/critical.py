@@ -17,7 +17,7 @@ import numpy as np
 from perflint.graph.names import dataloader_ops
 from perflint.ids import distinct
 from perflint.metrics.apis import is_launch
-from perflint.metrics.intervals import clip_length, merge
+from perflint.metrics.intervals import clip_length, covered_before, merge
 from perflint.metrics.kernels import CATEGORIES, classify
 from perflint.model import NONE, Trace
 from perflint.stepmodel.graph import (
@@ -74,118 +74,179 @@ def gpu_category(t: Trace, row: int) -> str:
     return c if c in ("memcpy", "memset", "communication") else f"gpu_{c}"
 
 
-def _cpu_name(t: Trace, r: int) -> str:
-    return t.s(int(t.runtime.name[r]))
+_CAT = {c: i for i, c in enumerate(BOUND)}
+# The bound-by category of each kernel category (index CATEGORIES; the last slot: unclassified).
+_GPU_CAT = np.array([_CAT[c if c in ("memcpy", "memset", "communication") else f"gpu_{c}"] for c in CATEGORIES] + [_CAT["gpu_other"]], dtype=np.int16)
+# Names of the pieces that are delays, not recorded events (Pieces.name < 0 indexes them, -1 first).
+FIXED_NAMES = ("launch latency", "gap between kernels", "cross-stream wait", "DataLoader", "CPU between calls", "wait")
+_LATENCY, _GAP, _XWAIT, _LOADER, _CPU, _WAIT = (-1 - i for i in range(len(FIXED_NAMES)))
+LANE_THREAD, LANE_STREAM, LANE_STEP = 0, 1, 2
 
 
-def critical_path(t: Trace, g: StepGraph, rp: Replayed, i: int) -> list[Segment]:
-    """Step i's critical path as segments from its replayed start to its replayed end."""
+@dataclass(frozen=True)
+class Pieces:
+    """A critical path as columns, in time order: per piece its category (index into BOUND), its
+    lane (kind: LANE_*, and the thread index or stream id), replayed start and end, and its name
+    (a string id of the trace, or -1 - i for FIXED_NAMES[i])."""
+
+    cat: np.ndarray
+    lane_kind: np.ndarray
+    lane_id: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    name: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.cat)
+
+    def lane(self, t: Trace, k: int) -> str:
+        kind, lid = int(self.lane_kind[k]), int(self.lane_id[k])
+        return f"GPU stream {lid}" if kind == LANE_STREAM else f"CPU thread {t.threads[lid][1]}" if kind == LANE_THREAD else "step"
+
+    def label(self, t: Trace, k: int) -> str:
+        nid = int(self.name[k])
+        return FIXED_NAMES[-1 - nid] if nid < 0 else t.s(nid)
+
+    def segments(self, t: Trace) -> list[Segment]:
+        return [Segment(BOUND[int(c)], self.lane(t, k), float(self.start[k]), float(self.end[k]), self.label(t, k)) for k, c in enumerate(self.cat)]
+
+
+def critical_path(t: Trace, g: StepGraph, rp: Replayed, i: int) -> Pieces:
+    """Step i's critical path as pieces from its replayed start to its replayed end: the walk back
+    from the step's end along each node's binding edge, each node's own time and each edge's delay
+    a piece, categorized a column at a time."""
+    from perflint.stepmodel.replay import walk
+
     lo = float(g.replayed_windows(rp.start)[0][i])
-    out: list[Segment] = []
-    v = int(g.step_end[i])
-    while True:
-        k, ref = int(g.kind[v]), int(g.ref[v])
-        s, e = float(rp.start[v]), float(rp.end[v])
-        if e > s and e > lo:
-            out.append(_node_segment(t, g, v, k, ref, max(s, lo), e))
-        if s <= lo:
-            break
-        b = int(rp.binding[v])
-        if b < 0:  # the node's release: CPU time before the first call, since the step's start
-            out.extend(reversed(_cpu_split(t, _thread_of(t, g, v), _lane(t, g, v), lo, s, lo)))
-            break
-        p = int(g.pred[b])
-        from_t = float(rp.start[p] if g.from_start[b] else rp.end[p])
-        if s > from_t:
-            out.extend(reversed(_edge_segments(t, g, b, p, v, from_t, s, lo)))
-        if from_t <= lo:
-            break
-        v = p
-    out.reverse()
+    path = walk(rp.binding, g.pred, g.from_start, rp.start, rp.end, lo, int(g.step_end[i]))[::-1]  # forward in time
+    s, e = rp.start[path], rp.end[path]
+    kind, ref = g.kind[path], g.ref[path]
+    thread = _node_thread(t, g, path)
+    lane_kind, lane_id = _lanes(t, g, path, thread)
+    cpu_node = (kind == CALL) | (kind == RETURN)
+    is_gpu = kind == GPU
+    parts: list[tuple[np.ndarray, ...]] = []  # (order key, cat, lane kind, lane id, start, end, name)
+
+    # Each node's own time.
+    own = (e > s) & (e > lo) & (is_gpu | (kind == CALL) | (kind == RETURN))
+    ncat = np.full(len(path), _CAT["cpu"], dtype=np.int16)
+    name = np.zeros(len(path), dtype=np.int64)
+    if is_gpu.any():
+        kc = classify(t).category[ref[is_gpu]]
+        ncat[is_gpu] = _GPU_CAT[np.where(kc >= 0, kc, len(CATEGORIES))]
+        name[is_gpu] = t.gpu.name[ref[is_gpu]]
+    ret = kind == RETURN
+    ncat[ret] = _CAT["sync"]
+    calls = kind == CALL
+    name[cpu_node] = t.runtime.name[ref[cpu_node]]
+    if calls.any():
+        # A copy call's own time is the host side of the copy (staging through pageable memory).
+        ids = name[calls]
+        table = {sid: _call_cat(t.s(sid)) for sid in distinct(ids)}
+        ncat[calls] = np.asarray([table[x] for x in ids.tolist()], dtype=np.int16) if len(table) > 1 else table[int(ids[0])]
+    k = np.flatnonzero(own)
+    order = np.arange(len(path), dtype=np.float64)
+    parts.append((order[k] + 0.5, ncat[k], lane_kind[k], lane_id[k], np.maximum(s[k], lo), e[k], name[k]))
+
+    # The delay before each node: its binding edge's (or, for the first node, its release since
+    # the step's start: CPU time before the thread's first call).
+    b = rp.binding[path]
+    has = b >= 0
+    bh = b[has]
+    p = path.copy()
+    p[has] = g.pred[bh]
+    fs = np.zeros(len(path), dtype=bool)
+    fs[has] = g.from_start[bh]
+    from_t = np.where(has, np.where(fs, rp.start[p], rp.end[p]), lo)
+    delay = (s > from_t) & (s > lo)
+    # The first node only has a delay before it when the walk stopped on its edge or release.
+    delay[0] &= ~(s[0] <= lo)
+    et = np.full(len(path), E_CPU, dtype=np.int8)
+    et[has] = g.etype[bh]
+    released = ~has
+    cut = np.maximum(from_t, lo)
+    d = np.flatnonzero(delay)
+    if len(d):
+        etd = et[d]
+        # A step-end edge's delay is on its predecessor's lane (the time after the last call).
+        from_end = etd == E_END
+        pk, pi = _lanes(t, g, p[d], _node_thread(t, g, p[d]))
+        lk = np.where(from_end, pk, lane_kind[d])
+        li = np.where(from_end, pi, lane_id[d])
+        fixed = {E_LAUNCH: (_CAT["launch"], _LATENCY), E_STREAM: (_CAT["launch"], _GAP), E_EVENT: (_CAT["event"], _XWAIT)}
+        cat = np.full(len(d), _CAT["other"], dtype=np.int16)
+        nm = np.full(len(d), _WAIT, dtype=np.int64)
+        for etype, (c, nmx) in fixed.items():
+            sel = etd == etype
+            cat[sel], nm[sel] = c, nmx
+        cpu = np.isin(etd, (E_CPU, E_END, E_NEST, E_THREAD)) | released[d]
+        rest = ~cpu
+        parts.append((order[d[rest]], cat[rest], lk[rest], li[rest], cut[d[rest]], s[d[rest]], nm[rest]))
+        if cpu.any():
+            dc = d[cpu]
+            # CPU time on the thread between two events: data loading where the DataLoader ran.
+            pn = p[dc]
+            src_thread = np.where(released[dc], thread[dc], _node_thread(t, g, pn))
+            m0 = np.where(released[dc], lo, np.where(fs[dc], g.m_start[pn], g.m_start[pn] + g.dur[pn]) + (cut[dc] - from_t[dc]))
+            length = s[dc] - cut[dc]
+            loading = np.minimum(_loader_overlap(t, src_thread, m0, m0 + length), length)
+            lkc, lic = lk[cpu], li[cpu]
+            ld = loading > 0
+            parts.append((order[dc[ld]] - 0.25, np.full(int(ld.sum()), _CAT["data_loading"], dtype=np.int16), lkc[ld], lic[ld],
+                          cut[dc[ld]], cut[dc[ld]] + loading[ld], np.full(int(ld.sum()), _LOADER, dtype=np.int64)))  # fmt: skip
+            busy = length - loading > 0
+            parts.append((order[dc[busy]] - 0.1, np.full(int(busy.sum()), _CAT["cpu"], dtype=np.int16), lkc[busy], lic[busy],
+                          cut[dc[busy]] + loading[busy], s[dc[busy]], np.full(int(busy.sum()), _CPU, dtype=np.int64)))  # fmt: skip
+    cols = [np.concatenate([q[j] for q in parts]) for j in range(7)]
+    o = np.argsort(cols[0], kind="stable")
+    return Pieces(cols[1][o].astype(np.int16), cols[2][o].astype(np.int8), cols[3][o].astype(np.int64), cols[4][o], cols[5][o], cols[6][o].astype(np.int64))
+
+
+def _lanes(t: Trace, g: StepGraph, nodes: np.ndarray, thread: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(lane kind, lane id) of each node: its GPU stream, its CPU thread, else the step's own."""
+    is_gpu = g.kind[nodes] == GPU
+    kind = np.where(is_gpu, LANE_STREAM, np.where(thread != NONE, LANE_THREAD, LANE_STEP)).astype(np.int8)
+    lid = np.maximum(thread, 0).astype(np.int64)
+    lid[is_gpu] = t.gpu.stream[g.ref[nodes[is_gpu]]]
+    return kind, lid
+
+
+def _call_cat(name: str) -> int:
+    return _CAT["memcpy"] if "Memcpy" in name or "memcpy" in name else _CAT["launch"] if is_launch(name) else _CAT["cpu"]
+
+
+def _node_thread(t: Trace, g: StepGraph, nodes: np.ndarray) -> np.ndarray:
+    """The CPU thread (as the graphs number them) of each node, NONE for GPU nodes."""
+    kind, ref = g.kind[nodes], g.ref[nodes]
+    out = np.full(len(nodes), NONE, dtype=np.int64)
+    cpu = (kind == CALL) | (kind == RETURN)
+    out[cpu] = trace_facts(t).thread[ref[cpu]]
+    mark = (kind == MARK) | (kind == MARK_END) | (kind == END)
+    out[mark] = g.step_thread[ref[mark]]
     return out
 
 
-def _thread_of(t: Trace, g: StepGraph, v: int) -> int:
-    """The CPU thread (as the graphs number them) of a CPU node, NONE for GPU nodes."""
-    k, ref = int(g.kind[v]), int(g.ref[v])
-    if k in (CALL, RETURN):
-        return int(trace_facts(t).thread[ref])
-    if k in (MARK, MARK_END, END):
-        return int(g.step_thread[ref])
-    return NONE
-
-
-def _lane(t: Trace, g: StepGraph, v: int) -> str:
-    k, ref = int(g.kind[v]), int(g.ref[v])
-    if k == GPU:
-        return f"GPU stream {int(t.gpu.stream[ref])}"
-    th = _thread_of(t, g, v)
-    return f"CPU thread {t.threads[th][1]}" if th != NONE else "step"
-
-
-def _node_segment(t: Trace, g: StepGraph, v: int, k: int, ref: int, s: float, e: float) -> Segment:
-    if k == GPU:
-        return Segment(gpu_category(t, ref), _lane(t, g, v), s, e, t.s(int(t.gpu.name[ref])))
-    if k == RETURN:
-        return Segment("sync", _lane(t, g, v), s, e, _cpu_name(t, ref))
-    name = _cpu_name(t, ref)
-    # A copy call's own time is the host side of the copy (staging through pageable memory).
-    cat = "memcpy" if "Memcpy" in name or "memcpy" in name else "launch" if is_launch(name) else "cpu"
-    return Segment(cat, _lane(t, g, v), s, e, name)
-
-
-def _edge_segments(t: Trace, g: StepGraph, b: int, p: int, v: int, a: float, z: float, lo: float) -> list[Segment]:
-    """The edge's delay [a, z] (replayed), the part after `lo`, by what the time was."""
-    et = int(g.etype[b])
-    lane = _lane(t, g, p if et == E_END else v)
-    cut = max(a, lo)
-    if et == E_LAUNCH:
-        return [Segment("launch", lane, cut, z, "launch latency")]
-    if et == E_STREAM:
-        return [Segment("launch", lane, cut, z, "gap between kernels")]
-    if et == E_EVENT:
-        return [Segment("event", lane, cut, z, "cross-stream wait")]
-    if et in (E_CPU, E_END, E_NEST, E_THREAD):
-        # CPU time on the thread between two events: data loading where the DataLoader ran.
-        m0 = float(g.m_start[p] if g.from_start[b] else g.m_start[p] + g.dur[p]) + (cut - a)
-        return _cpu_split(t, _thread_of(t, g, p), lane, cut, z, m0)
-    return [Segment("other", lane, cut, z, "wait")]
-
-
-def _cpu_split(t: Trace, thread: int, lane: str, a: float, z: float, m0: float) -> list[Segment]:
-    """CPU time [a, z] (replayed) that began at m0 on the measured clock: data loading where the
-    DataLoader's ops ran, CPU op dispatch and Python elsewhere."""
-    loading = _dataloader_overlap(t, thread, m0, m0 + (z - a))
-    out = []
-    if loading > 0:
-        out.append(Segment("data_loading", lane, a, a + loading, "DataLoader"))
-    if z - a - loading > 0:
-        out.append(Segment("cpu", lane, a + loading, z, "CPU between calls"))
-    return out
-
-
-def _dataloader_overlap(t: Trace, thread: int, lo: float, hi: float) -> float:
-    """Time the DataLoader's ops on `thread` ran inside [lo, hi] (measured clock)."""
-    if thread == NONE or hi <= lo:
-        return 0.0
+def _loader_overlap(t: Trace, thread: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Per interval [lo, hi] (measured clock) on its thread: the time the DataLoader's ops ran in it."""
+    out = np.zeros(len(lo))
     idx = dataloader_ops(t)
-    if not len(idx):
-        return 0.0
+    if not len(idx) or not len(lo):
+        return out
     ops = t.ops
-    mine = idx[trace_facts(t).op_thread[idx] == thread]
-    if not len(mine):
-        return 0.0
-    a = np.maximum(ops.ts[mine], lo)
-    b = np.minimum(ops.ts[mine] + ops.dur[mine], hi)
-    return float(np.clip(b - a, 0.0, None).max())
+    op_thread = trace_facts(t).op_thread[idx]
+    for th in distinct(op_thread):
+        mine = idx[op_thread == th]
+        ms, me = merge(ops.ts[mine], ops.ts[mine] + ops.dur[mine])
+        sel = thread == th
+        if sel.any():
+            out[sel] = np.clip(covered_before(ms, me, hi[sel]) - covered_before(ms, me, lo[sel]), 0.0, None)
+    return out
 
 
-def attribution(segments: list[Segment]) -> dict[str, float]:
+def attribution(p: Pieces) -> dict[str, float]:
     """Time per category along the path (categories in BOUND order; zero ones left out)."""
-    got = dict.fromkeys(BOUND, 0.0)
-    for s in segments:
-        got[s.category] += s.us
-    return {k: v for k, v in got.items() if v > 0}
+    got = np.bincount(p.cat.astype(np.int64), weights=p.end - p.start, minlength=len(BOUND)) if len(p) else np.zeros(len(BOUND))
+    return {c: float(got[k]) for k, c in enumerate(BOUND) if got[k] > 0}
 
 
 @dataclass(frozen=True)
@@ -202,21 +263,31 @@ class Run:
     pieces: int
 
 
-def runs(segments: list[Segment]) -> list[Run]:
-    out: list[Run] = []
-    group: list[Segment] = []
-    for s in [*segments, None]:
-        if group and (s is None or s.lane != group[-1].lane):
-            cats: dict[str, float] = {}
-            for p in group:
-                cats[p.category] = cats.get(p.category, 0.0) + p.us
-            main = max(cats, key=lambda c: cats[c])
-            top = max(group, key=lambda p: p.us if p.category == main else -1.0)
-            out.append(Run(group[0].lane, group[0].start, group[-1].end, main, cats, top.name, len(group)))
-            group = []
-        if s is not None:
-            group.append(s)
-    return out
+MAX_RUNS = 400  # runs a summary lists: the longest ones, in time order
+
+
+def runs(t: Trace, p: Pieces, limit: int | None = MAX_RUNS) -> tuple[list[Run], int]:
+    """The path's runs (consecutive pieces on one lane), at most `limit` of them (the longest, in
+    time order), and how many there are in all."""
+    n = len(p)
+    if not n:
+        return [], 0
+    new = np.ones(n, dtype=bool)
+    new[1:] = (p.lane_kind[1:] != p.lane_kind[:-1]) | (p.lane_id[1:] != p.lane_id[:-1])
+    first = np.flatnonzero(new)
+    last = np.concatenate([first[1:], [n]]) - 1
+    span = p.end[last] - p.start[first]
+    keep = np.arange(len(first)) if limit is None or len(first) <= limit else np.sort(np.argsort(-span, kind="stable")[:limit])
+    out = []
+    us = p.end - p.start
+    for r in keep.tolist():
+        a, z = int(first[r]), int(last[r]) + 1
+        cats = np.bincount(p.cat[a:z].astype(np.int64), weights=us[a:z], minlength=len(BOUND))
+        main = int(np.argmax(cats))
+        top = a + int(np.argmax(np.where(p.cat[a:z] == main, us[a:z], -1.0)))
+        out.append(Run(p.lane(t, a), float(p.start[a]), float(p.end[z - 1]), BOUND[main],
+                       {BOUND[c]: float(cats[c]) for c in np.flatnonzero(cats > 0).tolist()}, p.label(t, top), z - a))  # fmt: skip
+    return out, len(first)
 
 
 def recorded_attribution(t: Trace, lo: float, hi: float) -> dict[str, float]:

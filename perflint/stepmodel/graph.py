@@ -26,7 +26,7 @@ until then) nor before earlier work on its stream ended: those are release times
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -34,7 +34,7 @@ from perflint.ids import distinct
 from perflint.memo import once
 from perflint.metrics.apis import is_kernel_launch, is_launch, is_sync_copy, sync_kind
 from perflint.metrics.steps import launch_ts
-from perflint.model import GPU_SYNC, KERNEL, MEMCPY, MEMSET, NONE, Trace
+from perflint.model import GPU_SYNC, KERNEL, MEMCPY, MEMSET, NONE, GpuTable, Trace
 
 CALL, RETURN, GPU, END, MARK, MARK_END = 0, 1, 2, 3, 4, 5
 E_CPU, E_NEST, E_LAUNCH, E_STREAM, E_WAIT, E_EVENT, E_END, E_THREAD = range(8)
@@ -162,6 +162,24 @@ class StepGraph:
     step_mark: np.ndarray  # int64 per step: its MARK node (where its CPU span starts), NONE for the whole trace
     step_end: np.ndarray  # int64 per step: its END node
     step_thread: np.ndarray  # int64 per step: its marker's thread (NONE for the whole trace)
+    _tables: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+
+    def nodes_of(self, kinds: tuple[int, ...], rows: np.ndarray) -> np.ndarray:
+        """Bool per node: the nodes of those kinds whose row (`ref`) is one of `rows` (each row is
+        one node of a kind: a table per kind, made on first use, looks them up)."""
+        out = np.zeros(len(self.kind), dtype=bool)
+        rows = np.asarray(rows, dtype=np.int64)
+        for k in kinds:
+            table = self._tables.get(k)
+            if table is None:
+                mine = np.flatnonzero(self.kind == k)
+                table = np.full(int(self.ref[mine].max()) + 1 if len(mine) else 0, -1, dtype=np.int64)
+                table[self.ref[mine]] = mine
+                self._tables[k] = table
+            r = rows[(rows >= 0) & (rows < len(table))]
+            hit = table[r]
+            out[hit[hit >= 0]] = True
+        return out
 
     @property
     def lo(self) -> float:
@@ -206,45 +224,82 @@ def _thread_ends(t: Trace, tf: TraceFacts, lo: float, hi: float) -> dict[int, fl
     return out
 
 
-def _waits(t: Trace, tf: TraceFacts, calls: np.ndarray, gpu: np.ndarray) -> dict[int, list[int]]:
-    """Per call that waits for the GPU: the GPU rows it waits for (one per stream, the last one
-    launched before it that ended by its return)."""
+PAIRS_PER_CHUNK = 1 << 22  # (call, GPU row) candidates looked at at once: bounds the memory
+
+
+def _waits(t: Trace, tf: TraceFacts, calls: np.ndarray, gpu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The calls that wait for the GPU and what each waits for, as parallel arrays (call row, GPU
+    row): per call, one GPU row per stream, the last one launched before the call that ended by
+    its return (explicit syncs on a stream: that stream only; long calls that are not syncs: only
+    where GPU work ended right before they returned). Calls in `calls` order, syncs first; a
+    call's rows by stream, in the order their streams' work ended."""
     rt, g = t.runtime, t.gpu
-    out: dict[int, list[int]] = {}
+    none = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
     if not len(gpu) or not len(calls):
-        return out
+        return none
     cls = tf.call_class[calls]
-    long = calls[(cls != SYNC) & (rt.dur[calls] >= INFER_MIN_US)]
-    cand = calls[cls == SYNC]
-    if not len(cand) and not len(long):
-        return out
+    q = np.concatenate([calls[cls == SYNC], calls[(cls != SYNC) & (rt.dur[calls] >= INFER_MIN_US)]]).astype(np.int64)
+    if not len(q):
+        return none
+    explicit = np.zeros(len(q), dtype=bool)
+    explicit[: int((cls == SYNC).sum())] = True
     order = np.argsort(g.ts[gpu] + g.dur[gpu], kind="stable")
     rows_by_end = gpu[order]
     ends = (g.ts + g.dur)[rows_by_end]
-    for r, explicit in [(int(r), True) for r in cand] + [(int(r), False) for r in long]:
-        ts, re = float(rt.ts[r]), float(rt.ts[r] + rt.dur[r])
-        a, b = np.searchsorted(ends, [ts, re + EPS_US], side="right").tolist()
-        if a >= b:
-            continue
-        rows = rows_by_end[a:b]
-        ok = tf.lts[rows] < ts
-        s = int(tf.sync_stream[r])
-        if explicit and s != NONE:
-            ok &= g.stream[rows] == s
-        if not ok.any():
-            continue
-        rows = rows[ok]
-        e = ends[a:b][ok]
-        if not explicit:
-            top = float(e.max())
-            if re - top > max(10.0, 0.1 * (re - ts)) or top < ts + 0.5 * (re - ts):
-                continue
-        best: dict[int, tuple[float, int]] = {}
-        for k, ek, sk in zip(rows.tolist(), e.tolist(), g.stream[rows].tolist()):
-            if sk not in best or ek > best[sk][0]:
-                best[sk] = (ek, k)
-        out[r] = [k for _, k in best.values()]
-    return out
+    ts = rt.ts[q]
+    re = ts + rt.dur[q]
+    a = np.searchsorted(ends, ts, side="right")
+    b = np.searchsorted(ends, re + EPS_US, side="right")
+    live = np.flatnonzero(b > a)
+    if not len(live):
+        return none
+    out_c: list[np.ndarray] = []
+    out_g: list[np.ndarray] = []
+    cum = np.cumsum(b[live] - a[live])
+    lo = 0
+    while lo < len(live):
+        hi = max(lo + 1, int(np.searchsorted(cum, (cum[lo - 1] if lo else 0) + PAIRS_PER_CHUNK, side="right")))
+        c, r = _waits_of(g, tf, live[lo:hi], q, explicit, ts, re, a, b, rows_by_end, ends)
+        out_c.append(c)
+        out_g.append(r)
+        lo = hi
+    return np.concatenate(out_c), np.concatenate(out_g)
+
+
+def _waits_of(
+    g: GpuTable, tf: TraceFacts, idx: np.ndarray, q: np.ndarray, explicit: np.ndarray, ts: np.ndarray, re: np.ndarray,
+    a: np.ndarray, b: np.ndarray, rows_by_end: np.ndarray, ends: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """`_waits` for the candidate calls q[idx]: every GPU row that ended inside each one, judged
+    at once."""
+    cnt = b[idx] - a[idx]
+    qi = np.repeat(idx, cnt)
+    k = np.repeat(a[idx] - np.concatenate(([0], np.cumsum(cnt)[:-1])), cnt) + np.arange(int(cnt.sum()))
+    rows, e = rows_by_end[k], ends[k]
+    s = tf.sync_stream[q[qi]]
+    ok = (tf.lts[rows] < ts[qi]) & (~(explicit[qi] & (s != NONE)) | (g.stream[rows] == s))
+    qi, k, rows, e = qi[ok], k[ok], rows[ok], e[ok]
+    # A long call that is not a sync waited only if GPU work ended right before it returned.
+    top = np.full(len(q), -np.inf)
+    np.maximum.at(top, qi, e)
+    span = re - ts
+    waited = explicit | ~((re - top > np.maximum(10.0, 0.1 * span)) | (top < ts + 0.5 * span))
+    keep = waited[qi]
+    qi, k, rows, e = qi[keep], k[keep], rows[keep], e[keep]
+    if not len(qi):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    st = g.stream[rows]
+    # Per (call, stream): the row that ended last (the first such in end order), placed where the
+    # stream's first row of the call was.
+    o = np.lexsort((k, -e, st, qi))
+    grp = np.ones(len(o), dtype=bool)
+    grp[1:] = (qi[o][1:] != qi[o][:-1]) | (st[o][1:] != st[o][:-1])
+    starts = np.flatnonzero(grp)
+    best = o[starts]
+    first_k = np.minimum.reduceat(k[o], starts)
+    place = np.lexsort((first_k, qi[best]))
+    best = best[place]
+    return q[qi[best]], rows[best]
 
 
 def node_threads(t: Trace, g: StepGraph) -> np.ndarray:

@@ -92,3 +92,50 @@ def longest_path_py(
         indeg[v] = 0
         ready.append(v)
     return Replayed(np.asarray(start), np.asarray(end), np.asarray(bind, dtype=np.int64))
+
+
+def walk(
+    binding: np.ndarray, pred: np.ndarray, from_start: np.ndarray, start: np.ndarray, end: np.ndarray, lo: float, v0: int,
+    seen: np.ndarray | None = None,
+) -> np.ndarray:  # fmt: skip
+    """The critical path back from node v0 as node indices: v0, the predecessor of its binding
+    edge, and so on, stopping after a node that starts at or before `lo`, has no binding edge, or
+    whose binding edge counts from a time at or before `lo`, and before a node marked in `seen`
+    (uint8 per node, marked as the walk goes: walks that share it visit each node once). C where
+    built, else the same loop in Python."""
+    n = len(start)
+    if seen is None:
+        seen = np.zeros(n, dtype=np.uint8)
+    if native is not None:
+        out = np.empty(n, dtype=np.int64)
+        k = native.walk(
+            np.ascontiguousarray(binding, dtype=np.int64), np.ascontiguousarray(pred, dtype=np.int64),
+            np.ascontiguousarray(from_start, dtype=np.uint8), np.ascontiguousarray(start, dtype=np.float64),
+            np.ascontiguousarray(end, dtype=np.float64), float(lo), int(v0), out, seen,
+        )  # fmt: skip
+        got: np.ndarray = out[:k].copy()
+        return got
+    return walk_py(binding, pred, from_start, start, end, lo, v0, seen)
+
+
+def walk_py(
+    binding: np.ndarray, pred: np.ndarray, from_start: np.ndarray, start: np.ndarray, end: np.ndarray, lo: float, v0: int,
+    seen: np.ndarray,
+) -> np.ndarray:  # fmt: skip
+    """`walk` in Python."""
+    n, m = len(start), len(pred)
+    got: list[int] = []
+    v = int(v0)
+    while 0 <= v < n and len(got) < n and not seen[v]:
+        seen[v] = 1
+        got.append(v)
+        if start[v] <= lo:
+            break
+        e = int(binding[v])
+        if e < 0 or e >= m:
+            break
+        p = int(pred[e])
+        if not 0 <= p < n or (start[p] if from_start[e] else end[p]) <= lo:
+            break
+        v = p
+    return np.asarray(got, dtype=np.int64)

@@ -23,6 +23,9 @@ from perflint.units import fmt_duration
 
 MAX_STEPS = 32  # steps replayed in one run (a contiguous block in the middle of the analysed ones)
 ANCHORED_MAX = 0.5  # a step whose GPU work mostly has no launch call is not a replay of the step
+# Calls and GPU activities replayed at once: the graph takes about 300 bytes per event while it is
+# built, so this bounds the replay near 0.6 GB. A run of steps over it replays fewer steps.
+MAX_EVENTS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -74,21 +77,57 @@ class BlockReplay:
         return out
 
 
-def block_of(w: Window) -> range:
-    """The analysed steps replayed: all of them, or MAX_STEPS in the middle."""
+def block_of(w: Window, events: np.ndarray | None = None) -> range:
+    """The analysed steps replayed: all of them, or MAX_STEPS in the middle, and fewer (down to
+    the middle one) while their events (`events`: calls and GPU activities per step) exceed
+    MAX_EVENTS."""
     n = len(w.steps)
-    if n <= MAX_STEPS:
-        return range(n)
-    first = (n - MAX_STEPS) // 2
-    return range(first, first + MAX_STEPS)
+    k = min(n, MAX_STEPS)
+    while True:
+        first = (n - k) // 2
+        if events is None or k == 1 or int(events[first : first + k].sum()) <= MAX_EVENTS:
+            return range(first, first + k)
+        k = max(1, k // 2)
+
+
+def too_big(t: Trace, w: Window, events: np.ndarray | None = None) -> str | None:
+    """Why the analysed steps cannot be replayed for their size (one step over MAX_EVENTS events),
+    None where they can; `events`: `step_events(t, w)` where already counted."""
+    ev = step_events(t, w) if events is None else events
+    if not len(ev):
+        return None
+    r = block_of(w, ev)
+    got = int(ev[r.start : r.stop].sum())
+    if got <= MAX_EVENTS:
+        return None
+    what = "the trace has no step markers and its window" if not w.has_steps else "one step"
+    return (
+        f"no replay: {what} holds {got:,} calls and GPU activities, more than the {MAX_EVENTS:,} the replay takes at "
+        "once; step markers (ProfilerStep#N annotations or NVTX ranges) cut it into steps the model replays"
+    )
+
+
+def step_events(t: Trace, w: Window) -> np.ndarray:
+    """Calls and GPU activities per analysed step, by the step their launch (or start) falls in."""
+    if not w.steps:
+        return np.zeros(0, dtype=np.int64)
+    tf = trace_facts(t)
+    n = len(w.steps)
+    cs = step_at(t, w, t.runtime.ts)
+    gs = step_at(t, w, tf.lts[tf.work])
+    return np.bincount(cs[cs >= 0], minlength=n)[:n] + np.bincount(gs[gs >= 0], minlength=n)[:n]
 
 
 def block_graph(t: Trace, w: Window) -> tuple[StepGraph, int] | None:
-    """The graph of the replayed run of steps and the index of its first step."""
+    """The graph of the replayed run of steps and the index of its first step; None without steps
+    or where one step is more than the replay takes at once (`too_big` says so)."""
     if not w.steps:
         return None
+    events = step_events(t, w)
+    if too_big(t, w, events) is not None:
+        return None
     tf: TraceFacts = trace_facts(t)
-    rows = block_of(w)
+    rows = block_of(w, events)
     call_step = step_at(t, w, t.runtime.ts)
     gpu_step = np.full(len(t.gpu), -1, dtype=np.int32)
     gpu_step[tf.work] = step_at(t, w, tf.lts[tf.work])

@@ -43,7 +43,7 @@ from perflint.stepmodel.graph import (
     node_threads,
     trace_facts,
 )  # fmt: skip
-from perflint.stepmodel.replay import Replayed, longest_path
+from perflint.stepmodel.replay import Replayed, longest_path, walk
 
 Change = Literal[
     "shorten_gpu", "overlap_gpu", "unblock_calls", "remove_calls", "cap_calls", "pin_copies",
@@ -103,7 +103,7 @@ def _edge_dst(g: StepGraph) -> np.ndarray:
 
 
 def _nodes(g: StepGraph, kinds: tuple[int, ...], rows: np.ndarray) -> np.ndarray:
-    return np.isin(g.kind, kinds) & np.isin(g.ref, rows)
+    return g.nodes_of(kinds, rows)
 
 
 def _apply_one(t: Trace, g: StepGraph, f: Fix, x: _Inputs, dst: np.ndarray) -> None:
@@ -258,19 +258,15 @@ def _fast_launches(t: Trace, g: StepGraph, to_us: float, x: _Inputs, dst: np.nda
 
 
 def critical_mask(g: StepGraph, rp: Replayed) -> tuple[np.ndarray, np.ndarray]:
-    """(nodes, edges) on the steps' critical paths."""
-    nodes = np.zeros(len(g.dur), dtype=bool)
+    """(nodes, edges) on the steps' critical paths: back from each step's end along the binding
+    edges to a release (the steps' paths share what they have in common, walked once)."""
+    seen = np.zeros(len(g.dur), dtype=np.uint8)
     edges = np.zeros(len(g.delay), dtype=bool)
     for end in g.step_end.tolist():
-        v = int(end)
-        while not nodes[v]:
-            nodes[v] = True
-            b = int(rp.binding[v])
-            if b < 0:
-                break
-            edges[b] = True
-            v = int(g.pred[b])
-    return nodes, edges
+        path = walk(rp.binding, g.pred, g.from_start, rp.start, rp.end, -np.inf, int(end), seen)
+        b = rp.binding[path]
+        edges[b[b >= 0]] = True
+    return seen.astype(bool), edges
 
 
 def replayed_us(g: StepGraph, x: _Inputs) -> float:

@@ -66,7 +66,9 @@ def test_a_host_sync_waits_for_the_kernel_it_syncs_on(tmp_path: Path) -> None:
         b.kernel("void at::native::vectorized_elementwise_kernel<4>", ts=t0 + 1700, dur=50, launch_ts=t0 + 1690, launch_dur=5)
     m = step_model(load_trace(b.write(tmp_path / "t.json")))
     assert m.replay_error_pct is not None and m.replay_error_pct < 0.5
-    cats = [s.category for s in m.critical_path()]
+    path = m.critical_path()
+    assert path is not None
+    cats = [s.category for s in path.segments(m.trace)]
     assert "gpu_gemm" in cats and "sync" in cats and cats.index("gpu_gemm") < cats.index("sync")
 
 
@@ -99,7 +101,9 @@ def test_an_inferred_cross_stream_wait(tmp_path: Path) -> None:
         b.kernel("ampere_sgemm_128x64_nn", ts=t0 + 2023, dur=300, launch_ts=t0 + 15, stream=8)
     m = step_model(load_trace(b.write(tmp_path / "t.json")))
     assert m.replay_error_pct is not None and m.replay_error_pct < 1.0
-    assert [s.category for s in m.critical_path() if s.us > 100] == ["memcpy", "gpu_gemm"]
+    path = m.critical_path()
+    assert path is not None
+    assert [s.category for s in path.segments(m.trace) if s.us > 100] == ["memcpy", "gpu_gemm"]
 
 
 # --- the real corpus ----------------------------------------------------------------------
@@ -180,3 +184,25 @@ def test_the_c_replay_equals_the_python_one() -> None:
     for args in graphs:
         c, py = replay.longest_path(*args), replay.longest_path_py(*args)
         assert c.start.tolist() == py.start.tolist() and c.end.tolist() == py.end.tolist() and c.binding.tolist() == py.binding.tolist()
+        # The critical-path walk back from every node, with and without a shared `seen`.
+        n = len(c.start)
+        shared_c, shared_py = np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.uint8)
+        for v in range(0, n, max(1, n // 25)):
+            lo = float(c.start[v]) - 5.0
+            w = (c.binding, args[1], args[3], c.start, c.end, lo, v)
+            assert replay.walk(*w).tolist() == replay.walk_py(*w, np.zeros(n, dtype=np.uint8)).tolist()
+            assert replay.walk(*w[:5], -np.inf, v, shared_c).tolist() == replay.walk_py(*w[:5], -np.inf, v, shared_py).tolist()
+
+
+def test_node_lookup_by_row_is_isin() -> None:
+    """The what-ifs find a fix's nodes by table lookup: the same nodes as a search of every node."""
+    t = load_trace(str(FIXTURES / "gpu/regress_head.pt.trace.json.gz"))
+    r = step_model(t).block
+    assert r is not None
+    g = r.graph
+    rng = np.random.default_rng(0)
+    for kinds, n in (((2,), len(t.gpu)), ((0,), len(t.runtime)), ((0, 1), len(t.runtime)), ((1,), len(t.runtime))):
+        rows = np.concatenate([rng.integers(0, n, 200), [-1, n + 5]])
+        got = g.nodes_of(kinds, rows)
+        assert got.any()
+        assert (got == (np.isin(g.kind, kinds) & np.isin(g.ref, rows))).all()

@@ -216,14 +216,16 @@ def step_model_block(p: dict[str, Any]) -> str:
                       table([("category", False), ("us", True), ("% of the step", True)], [[t(b["label"]), n(b["us"]), n(b["pct"], "%")] for b in bound])))
     path = sm.get("critical_path") or []
     if path:
-        lo, hi = path[0]["start_us"], path[-1]["end_us"]
+        lo, hi = sm.get("critical_path_span_us") or (path[0]["start_us"], path[-1]["end_us"])
         busy = [(x["lane"], x["busy"]) for x in sm.get("lanes") or []]
         chart = svg.lanes("the median step's critical path over its lanes", lo, hi, busy,
                           [(r["lane"], r["start_us"], r["end_us"], svg.short(r["name"], 60), colour.get(r["category"], 0)) for r in path])
         from perflint.stepmodel.critical import LABELS
 
         rows = [[t(r["lane"]), n(r["start_us"] - lo), n(r["end_us"] - r["start_us"]), t(LABELS.get(r["category"], r["category"])), code(r["name"])] for r in path]
-        out.append(figure(chart, "critical path of the median step (coloured, replayed times) over what ran on each CPU thread and GPU stream (grey)",
+        more = sm.get("critical_path_runs") or len(path)
+        shown = f" (its {len(path)} longest runs of {more})" if more > len(path) else ""
+        out.append(figure(chart, f"critical path of the median step{shown} (coloured, replayed times) over what ran on each CPU thread and GPU stream (grey)",
                           table([("lane", False), ("start us", True), ("us", True), ("mostly", False), ("longest piece", False)], rows)))
     wi = sm.get("what_if_all") or {}
     if wi.get("what_ifs"):
