@@ -69,11 +69,6 @@ class Segment:
         return self.end - self.start
 
 
-def gpu_category(t: Trace, row: int) -> str:
-    c = CATEGORIES[int(classify(t).category[row])] if classify(t).category[row] >= 0 else "other"
-    return c if c in ("memcpy", "memset", "communication") else f"gpu_{c}"
-
-
 _CAT = {c: i for i, c in enumerate(BOUND)}
 # The bound-by category of each kernel category (index CATEGORIES; the last slot: unclassified).
 _GPU_CAT = np.array([_CAT[c if c in ("memcpy", "memset", "communication") else f"gpu_{c}"] for c in CATEGORIES] + [_CAT["gpu_other"]], dtype=np.int16)
@@ -295,27 +290,24 @@ def recorded_attribution(t: Trace, lo: float, hi: float) -> dict[str, float]:
     instant to one category: GPU work first (by category, most time first), then data loading,
     then the rest ("other")."""
     g = t.gpu
-    inside = (g.ts < hi) & (g.ts + g.dur > lo) & (classify(t).category >= 0)
+    kc = classify(t).category
+    rows = np.flatnonzero((g.ts < hi) & (g.ts + g.dur > lo) & (kc >= 0))
+    cat = _GPU_CAT[kc[rows]].astype(np.int64)
+    total = np.bincount(cat, weights=g.dur[rows], minlength=len(BOUND))
     taken = (np.zeros(0), np.zeros(0))
     got: dict[str, float] = {}
-    cats = [gpu_category(t, int(r)) for r in np.flatnonzero(inside)]
-    rows = np.flatnonzero(inside)
-    by: dict[str, list[int]] = {}
-    for c, r in zip(cats, rows.tolist()):
-        by.setdefault(c, []).append(r)
-    pieces = [(c, np.asarray(rs)) for c, rs in by.items()]
-    pieces.sort(key=lambda cr: -float(g.dur[cr[1]].sum()))
+    pieces = [(BOUND[c], rows[cat == c]) for c in np.argsort(-total, kind="stable").tolist() if total[c] > 0]
     dl = dataloader_ops(t)
     if len(dl):
         pieces.append(("data_loading", np.asarray(dl)))
-    for cat, idx in pieces:
-        src = t.ops if cat == "data_loading" else g
+    for name, idx in pieces:
+        src = t.ops if name == "data_loading" else g
         s, e = merge(np.clip(src.ts[idx], lo, hi), np.clip(src.ts[idx] + src.dur[idx], lo, hi))
         before = clip_length(*taken, lo, hi)
         taken = merge(np.concatenate([taken[0], s]), np.concatenate([taken[1], e]))
         add = clip_length(*taken, lo, hi) - before
         if add > 0:
-            got[cat] = got.get(cat, 0.0) + add
+            got[name] = got.get(name, 0.0) + add
     rest = (hi - lo) - sum(got.values())
     if rest > 0:
         got["other"] = rest
