@@ -14,7 +14,8 @@ from functools import cached_property
 import numpy as np
 
 from perflint.metrics.kernel_names import short_name
-from perflint.model import NONE, Trace
+from perflint.metrics.steps import launch_ts
+from perflint.model import GPU_SYNC, NONE, Trace
 from perflint.stepmodel.build import build_block
 from perflint.stepmodel.graph import E_LAUNCH, GPU, StepGraph, StepSpec, TraceFacts, trace_facts
 from perflint.stepmodel.replay import Replayed, longest_path
@@ -108,13 +109,16 @@ def too_big(t: Trace, w: Window, events: np.ndarray | None = None) -> str | None
 
 
 def step_events(t: Trace, w: Window) -> np.ndarray:
-    """Calls and GPU activities per analysed step, by the step their launch (or start) falls in."""
+    """Calls and GPU activities per analysed step, by the step their launch (or start) falls in
+    (counted without the graphs' per-event facts: a window too big to replay never builds them)."""
     if not w.steps:
         return np.zeros(0, dtype=np.int64)
-    tf = trace_facts(t)
+    work = t.gpu.kind != GPU_SYNC
+    if not w.has_steps:
+        return np.asarray([len(t.runtime) + int(work.sum())], dtype=np.int64)
     n = len(w.steps)
     cs = step_at(t, w, t.runtime.ts)
-    gs = step_at(t, w, tf.lts[tf.work])
+    gs = step_at(t, w, launch_ts(t)[work])
     return np.bincount(cs[cs >= 0], minlength=n)[:n] + np.bincount(gs[gs >= 0], minlength=n)[:n]
 
 
