@@ -11,6 +11,7 @@ each step launched.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,26 +62,29 @@ class StepUsage:
 
 @dataclass(frozen=True)
 class DeviceSpans:
-    """Merged spans of the primary device's work: kernels, copies, memsets, and all of it."""
+    """Merged spans of all the primary device's work (kernels, copies, memsets): the idle time
+    between them is what the gap facts read."""
 
-    kernels: Spans
-    compute: Spans  # kernels that are not communication
-    memcpy: Spans
-    memset: Spans
     work: Spans
 
 
 def device_spans(t: Trace) -> DeviceSpans:
+    return DeviceSpans(merge_spans(t.gpu.ts, t.gpu.dur, device_work(t)))
+
+
+def _kind_spans(t: Trace) -> Iterator[Spans]:
+    """Merged spans of the device's kernels, its compute kernels (not communication), copies and
+    memsets, one at a time: each is reduced to per-step lengths and dropped."""
     g = t.gpu
     work = device_work(t)
-    comm = classify(t).category == CATEGORIES.index("communication")
-    return DeviceSpans(
-        merge_spans(g.ts, g.dur, work & (g.kind == KERNEL)),
-        merge_spans(g.ts, g.dur, work & (g.kind == KERNEL) & ~comm),
-        merge_spans(g.ts, g.dur, work & (g.kind == MEMCPY)),
-        merge_spans(g.ts, g.dur, work & (g.kind == MEMSET)),
-        merge_spans(g.ts, g.dur, work),
-    )
+    kern = work & (g.kind == KERNEL)
+    comm = kern & (classify(t).category == CATEGORIES.index("communication"))
+    kernels = merge_spans(g.ts, g.dur, kern)
+    yield kernels
+    yield merge_spans(g.ts, g.dur, kern & ~comm) if comm.any() else kernels
+    del kernels
+    yield merge_spans(g.ts, g.dur, work & (g.kind == MEMCPY))
+    yield merge_spans(g.ts, g.dur, work & (g.kind == MEMSET))
 
 
 def window_gaps(ms: np.ndarray, me: np.ndarray, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
@@ -142,7 +146,8 @@ def step_usage(t: Trace, w: Window, spans: DeviceSpans) -> list[StepUsage]:
         c = covered_before(sp[0], sp[1], edges)
         return [max(0.0, float(v)) for v in (c[1::2] - c[0::2]).tolist()]
 
-    busy, compute, active, memcpy, memset = (inside(x) for x in (spans.kernels, spans.compute, spans.work, spans.memcpy, spans.memset))
+    busy, compute, memcpy, memset = (inside(x) for x in _kind_spans(t))
+    active = inside(spans.work)
     out: list[StepUsage] = []
     for i, s in enumerate(w.steps):
         gaps = gap_lengths(*spans.work, s.lo, s.hi)
