@@ -8,6 +8,8 @@
  * filled in. Nodes on a cycle start when the edges done so far allow, the earliest release first.
  * Returns the number of nodes that had to be released from a cycle. The pure-Python twin in
  * replay.py computes the same; tests compare them.
+ *
+ * walk(...) (below) follows the binding edges back from a node: the critical path.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -37,7 +37,7 @@ from perflint.stepmodel.graph import (
     StepGraph,
     trace_facts,
 )  # fmt: skip
-from perflint.stepmodel.replay import Replayed
+from perflint.stepmodel.replay import Replayed, walk
 
 # Bound-by categories, in the order reports list them.
 COMPUTE = tuple(f"gpu_{c}" for c in CATEGORIES if c not in ("memcpy", "memset", "communication"))
@@ -110,8 +110,6 @@ def critical_path(t: Trace, g: StepGraph, rp: Replayed, i: int) -> Pieces:
     """Step i's critical path as pieces from its replayed start to its replayed end: the walk back
     from the step's end along each node's binding edge, each node's own time and each edge's delay
     a piece, categorized a column at a time."""
-    from perflint.stepmodel.replay import walk
-
     lo = float(g.replayed_windows(rp.start)[0][i])
     path = walk(rp.binding, g.pred, g.from_start, rp.start, rp.end, lo, int(g.step_end[i]))[::-1]  # forward in time
     s, e = rp.start[path], rp.end[path]
