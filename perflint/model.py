@@ -119,6 +119,11 @@ class GpuTable(Table):
     occupancy: np.ndarray  # float64 est. achieved occupancy %, nan when unknown
     nbytes: np.ndarray  # int64 bytes moved by memcpy/memset
     collective: np.ndarray  # int32 string id of NCCL "Collective name"
+    # A sync record of an event wait: the stream the event was recorded on and the correlation id
+    # of the call that recorded it (NONE: not an event wait, or not recorded). Usually a read-only
+    # broadcast of NONE.
+    wait_stream: np.ndarray  # int64
+    wait_corr: np.ndarray  # int64
     # Filled by the graph step:
     launch: np.ndarray  # int32 runtime index
 

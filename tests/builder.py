@@ -182,6 +182,21 @@ class TraceBuilder:
     def memset(self, ts: float, dur: float, nbytes: int, launch_ts: float | None = None, stream: int = 7) -> int:
         return self._gpu("gpu_memset", "Memset (Device)", ts, dur, stream, launch_ts, "cudaMemsetAsync", 3.0, {"bytes": nbytes}, 0)
 
+    def event_record(self, ts: float, dur: float = 3.0) -> int:
+        """A cudaEventRecord call (its correlation id names the event in the waits below)."""
+        return self.runtime("cudaEventRecord", ts, dur)
+
+    def stream_wait_event(self, ts: float, stream: int, record: int, record_stream: int, dur: float = 2.0) -> int:
+        """A cudaStreamWaitEvent call making `stream` wait for the event `record` recorded on
+        `record_stream`, with the cuda_sync record Kineto writes for it."""
+        corr = self.runtime("cudaStreamWaitEvent", ts, dur)
+        self.events.append(
+            {"ph": "X", "cat": "cuda_sync", "name": "Stream Wait Event", "pid": 0, "tid": stream, "ts": ts + 1, "dur": 0,
+             "args": {"cuda_sync_kind": "Stream Wait Event", "wait_on_stream": record_stream, "wait_on_cuda_event_record_corr_id": record,
+                      "wait_on_cuda_event_id": 1, "stream": stream, "correlation": corr, "device": 0, "context": 1}}
+        )  # fmt: skip
+        return corr
+
     def wait_for_gpu(self, ts: float, until: float) -> None:
         """A cudaDeviceSynchronize from `ts` that returns 2 us after `until` (the end of the step's
         GPU work): the step waits on its GPU work, as a loop that reads its loss each step does."""

@@ -104,7 +104,8 @@ _GPU: dict[str, tuple[Any, Any]] = {
     "ts": (np.float64, 0.0), "dur": (np.float64, 0.0), "correlation": (np.int64, NONE), "ext_id": (np.int64, NONE),
     "grid": (np.int32, 0), "block": (np.int32, 0), "regs": (np.int32, NONE), "shmem": (np.int32, NONE),
     "blocks_per_sm": (np.float64, np.nan), "warps_per_sm": (np.float64, np.nan), "occupancy": (np.float64, np.nan),
-    "nbytes": (np.int64, 0), "collective": (np.int32, NONE), "launch": (np.int32, NONE),
+    "nbytes": (np.int64, 0), "collective": (np.int32, NONE), "wait_stream": (np.int64, NONE), "wait_corr": (np.int64, NONE),
+    "launch": (np.int32, NONE),
 }  # fmt: skip
 _PYFN: dict[str, tuple[Any, Any]] = {
     "name": (np.int32, NONE), "thread": (np.int32, 0), "ts": (np.float64, 0.0), "dur": (np.float64, 0.0),

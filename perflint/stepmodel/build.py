@@ -196,7 +196,8 @@ def build_block(t: Trace, tf: TraceFacts, steps: list[StepSpec]) -> StepGraph:
         src = pos_of(wait_gpu)
         ok = (at != NONE) & (src != NONE)
         e.add(gnode[src[ok]], ret[at[ok]], 0.0, E_WAIT)
-    _event_edges(t, tf, gpu, gnode, launch, rt.ts, e)
+    held = _recorded_event_edges(t, tf, gpu, gnode, pos_of, release, e)
+    _event_edges(t, tf, gpu, gnode, launch, rt.ts, held, e)
 
     # Each step ends when its CPU span ends and its GPU work is done.
     end_nodes = n_cpu + ngpu + np.arange(len(steps), dtype=I64)
@@ -297,16 +298,41 @@ def _thread_edges(
     e.add(first_node[p[during]], first_node[r[during]], ts[r[during]] - ts[p[during]], E_THREAD, from_start=True)
 
 
-def _event_edges(t: Trace, tf: TraceFacts, gpu: np.ndarray, gnode: np.ndarray, launch: np.ndarray, call_ts: np.ndarray, e: _Edges) -> None:
-    """Cross-stream waits: an activity that started more than EVENT_SLACK_US after its own edges
-    allowed, right when an activity on another stream ended, waits for that activity."""
+def _recorded_event_edges(
+    t: Trace, tf: TraceFacts, gpu: np.ndarray, gnode: np.ndarray, pos_of: Callable[[np.ndarray], np.ndarray], release: np.ndarray, e: _Edges
+) -> np.ndarray:
+    """The event waits the trace records (TraceFacts.event_src/event_dst) as edges into this
+    block's activities (an event standing for work of an earlier block is a release time).
+    Returns, per activity of the block, the end of the work it waits for (-inf: none)."""
+    held = np.full(len(gpu), -np.inf)
+    if not len(tf.event_dst):
+        return held
+    g = t.gpu
+    dst = pos_of(tf.event_dst)
+    mine = dst != NONE
+    src_row, dst = tf.event_src[mine], dst[mine]
+    src = pos_of(src_row)
+    np.maximum.at(held, dst, g.ts[src_row] + g.dur[src_row])
+    inside = src != NONE
+    e.add(gnode[src[inside]], gnode[dst[inside]], 0.0, E_EVENT)
+    out = gnode[dst[~inside]]
+    np.maximum.at(release, out, (g.ts[src_row] + g.dur[src_row])[~inside])
+    return held
+
+
+def _event_edges(
+    t: Trace, tf: TraceFacts, gpu: np.ndarray, gnode: np.ndarray, launch: np.ndarray, call_ts: np.ndarray, held: np.ndarray, e: _Edges
+) -> None:
+    """Cross-stream waits the trace does not record: an activity that started more than
+    EVENT_SLACK_US after its own edges (and the event waits recorded for it, `held`) allowed,
+    right when an activity on another stream ended, waits for that activity."""
     g = t.gpu
     if len(gpu) < 2:
         return
     streams = g.stream[gpu]
     if (streams == streams[0]).all():
         return
-    ready = np.full(len(gpu), -np.inf)
+    ready = held.copy()
     p = tf.prev_on_stream[gpu]
     hp = p != NONE
     ready[hp] = g.ts[p[hp]] + g.dur[p[hp]]

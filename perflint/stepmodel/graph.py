@@ -14,8 +14,12 @@ a delay:
   pageable copies, and any long call that returned right when GPU work ended: a full launch queue,
   an allocator call that synchronized) returns when the awaited work ends, plus the measured time
   it took to return after it;
-- cross-stream waits: an activity that started later than its launch, its stream and its
-  latency allow, right when work on another stream ended, waits for that work (an event);
+- cross-stream waits: where the trace records an event wait (Kineto's "Stream Wait Event" sync
+  records name the stream the event was recorded on and its cudaEventRecord call), the first
+  activity the waiting stream was given after the wait starts no earlier than the end of the last
+  activity launched on the recording stream before the record; elsewhere they are inferred: an
+  activity that started later than its launch, its stream and its latency allow, right when work
+  on another stream ended, waits for that work;
 - the step ends when its CPU span ends (the marker thread's last call plus the CPU time after it)
   and when all its GPU work ends.
 A GPU activity whose launch call the trace does not hold keeps its measured start (the only
@@ -64,6 +68,8 @@ class TraceFacts:
     op_thread: np.ndarray  # int32 per op: its thread, the same indices
     work: np.ndarray  # GPU rows that are work (not sync records), by (stream, ts)
     prev_on_stream: np.ndarray  # per GPU row: the previous work row on its stream, NONE first
+    event_src: np.ndarray  # recorded event waits: the GPU row the event stood for ...
+    event_dst: np.ndarray  # ... and the first GPU row its waiting stream got after the wait
 
 
 @once
@@ -80,6 +86,9 @@ def trace_facts(t: Trace) -> TraceFacts:
     # A sync's own GPU record names the stream it waited on (Kineto's cuda_sync, nsys sync rows).
     recs = np.flatnonzero(linked & (g.kind == GPU_SYNC) & (g.stream >= 0))
     sync_stream[g.launch[recs]] = g.stream[recs]
+    # An event synchronize waits on the stream its event was recorded on.
+    ev = np.flatnonzero(linked & (g.kind == GPU_SYNC) & (g.stream < 0) & (g.wait_stream != NONE))
+    sync_stream[g.launch[ev]] = g.wait_stream[ev]
     # An async copy to pageable host memory waits for the copy: it is a sync on the copy's stream.
     cp = np.flatnonzero(linked & (g.kind == MEMCPY))
     if len(cp):
@@ -100,9 +109,54 @@ def trace_facts(t: Trace) -> TraceFacts:
     # One index per (pid, tid): a reader may give ops and runtime calls of one thread two entries.
     first: dict[tuple[str, str], int] = {}
     canon = np.asarray([first.setdefault(th, i) for i, th in enumerate(t.threads)] or [0], dtype=np.int32)
+    src, dst = _event_waits(t, lts, work)
     return TraceFacts(
-        call_class, sync_stream, _latencies(t, prev), _stream_gap(t, prev, lts), lts, canon, canon[rt.thread], canon[t.ops.thread], work, prev
-    )
+        call_class, sync_stream, _latencies(t, prev), _stream_gap(t, prev, lts), lts, canon, canon[rt.thread], canon[t.ops.thread], work, prev,
+        src, dst,
+    )  # fmt: skip
+
+
+def _event_waits(t: Trace, lts: np.ndarray, work: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The recorded stream-waits-for-event pairs (GPU rows): a wait's event stands for the last
+    activity launched on the recording stream before its cudaEventRecord call; the wait holds back
+    the first activity launched on the waiting stream after the cudaStreamWaitEvent call. A wait
+    whose record call, launch call or either activity the trace lacks gives no pair."""
+    g, rt = t.gpu, t.runtime
+    none = np.zeros(0, dtype=np.int64)
+    if g.wait_corr.strides == (0,) and (not len(g) or int(g.wait_corr[0]) == NONE):
+        return none, none  # the usual broadcast column: no event waits recorded
+    w = np.flatnonzero((g.kind == GPU_SYNC) & (g.wait_corr != NONE) & (g.wait_stream != NONE) & (g.stream >= 0) & (g.launch != NONE))
+    if not len(w) or not len(work):
+        return none, none
+    # The record calls by correlation id.
+    order = np.argsort(rt.correlation, kind="stable")
+    corr = rt.correlation[order]
+    i = np.minimum(np.searchsorted(corr, g.wait_corr[w]), len(corr) - 1)
+    found = corr[i] == g.wait_corr[w]
+    w, rec = w[found], order[i[found]]
+    src = _on_stream(g.stream, lts, work, g.wait_stream[w], rt.ts[rec], before=True)
+    dst = _on_stream(g.stream, lts, work, g.stream[w], rt.ts[g.launch[w]], before=False)
+    ok = (src != NONE) & (dst != NONE)
+    return src[ok], dst[ok]
+
+
+def _on_stream(stream: np.ndarray, lts: np.ndarray, work: np.ndarray, on: np.ndarray, at: np.ndarray, before: bool) -> np.ndarray:
+    """Per query (stream `on`, time `at`): the last work row on that stream launched before `at`
+    (before=True) or the first launched at or after it; NONE where there is none."""
+    out = np.full(len(on), NONE, dtype=np.int64)
+    ws = stream[work]
+    for s in np.unique(on).tolist():
+        rows = work[ws == s]
+        rows = rows[np.argsort(lts[rows], kind="stable")]
+        q = np.flatnonzero(on == s)
+        k = np.searchsorted(lts[rows], at[q], side="left")
+        if before:
+            k = k - 1
+            hit = k >= 0
+        else:
+            hit = k < len(rows)
+        out[q[hit]] = rows[k[hit]]
+    return out
 
 
 def _stream_gap(t: Trace, prev: np.ndarray, lts: np.ndarray) -> float:

@@ -3,6 +3,8 @@ replaying each step's graph with the measured durations must give back the measu
 
 from __future__ import annotations
 
+import gzip
+import json
 import os
 from collections import defaultdict
 from pathlib import Path
@@ -13,6 +15,7 @@ import pytest
 from perflint.graph.load import load_trace, load_traces
 from perflint.readers import discover
 from perflint.stepmodel import REPLAY_OK_PCT, step_model
+from perflint.stepmodel.graph import trace_facts
 from tests.builder import TraceBuilder
 from tests.conftest import FIXTURES, TRACES
 
@@ -104,6 +107,61 @@ def test_an_inferred_cross_stream_wait(tmp_path: Path) -> None:
     path = m.critical_path()
     assert path is not None
     assert [s.category for s in path.segments(m.trace) if s.us > 100] == ["memcpy", "gpu_gemm"]
+
+
+def test_a_recorded_event_wait(tmp_path: Path) -> None:
+    """Stream 8 waits for an event recorded on stream 7 after a long GEMM, and starts 30 us after
+    the GEMM ends (too late for a timing guess to tie them): the recorded wait ties them, and the
+    replay does not start the waiting kernel at its launch."""
+    b = TraceBuilder()
+    _steps(b, 3, 4000.0, cpu=60.0)
+    for i in range(3):
+        t0 = i * 4000.0
+        for k in range(3):  # launches onto an idle stream 8 show the launch latency
+            b.kernel("void at::native::vectorized_elementwise_kernel<4>", ts=t0 + k * 5 + 8, dur=1, launch_ts=t0 + k * 5, launch_dur=2, stream=8)
+        b.kernel("ampere_sgemm_128x64_nn", ts=t0 + 30, dur=1000, launch_ts=t0 + 20, launch_dur=2, stream=7)
+        rec = b.event_record(t0 + 23)
+        b.kernel("ampere_sgemm_64x64_nn", ts=t0 + 1030, dur=500, launch_ts=t0 + 27, launch_dur=2, stream=7)  # after the record
+        b.stream_wait_event(t0 + 30, stream=8, record=rec, record_stream=7)
+        b.kernel("void at::native::reduce_kernel<512, 1>", ts=t0 + 1060, dur=2000, launch_ts=t0 + 33, launch_dur=2, stream=8)
+    t = load_trace(b.write(tmp_path / "t.json"))
+    m = step_model(t)
+    assert m.replay_error_pct is not None and m.replay_error_pct < 2.0
+    tf = trace_facts(t)
+    names = [(t.s(int(t.gpu.name[a])), t.s(int(t.gpu.name[z]))) for a, z in zip(tf.event_src.tolist(), tf.event_dst.tolist())]
+    assert names == [("ampere_sgemm_128x64_nn", "void at::native::reduce_kernel<512, 1>")] * 3
+    path = m.critical_path()
+    assert path is not None
+    assert [s.category for s in path.segments(t) if s.us > 100] == ["gpu_gemm", "gpu_reduction"]
+
+
+def test_recorded_event_waits_in_a_real_trace() -> None:
+    """HTA's AlexNet trace records cudaStreamWaitEvent waits between its compute and side
+    streams: each pair ties the last work launched on the recording stream before the record to
+    the first work launched on the waiting stream after the wait, found here from the raw events."""
+    path = TRACES / "hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz"
+    if not path.exists():
+        pytest.skip("shared traces not present")
+    events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+    calls = {e["args"]["correlation"]: e for e in events if e.get("cat") == "cuda_runtime"}
+    work = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    expected = set()
+    for e in events:
+        a = e.get("args", {})
+        if e.get("cat") != "cuda_sync" or "wait_on_cuda_event_record_corr_id" not in a:
+            continue
+        rec_ts = calls[a["wait_on_cuda_event_record_corr_id"]]["ts"]
+        wait_ts = calls[a["correlation"]]["ts"]
+        before = [w for w in work if w["args"]["stream"] == a["wait_on_stream"] and calls[w["args"]["correlation"]]["ts"] < rec_ts]
+        after = [w for w in work if w["args"]["stream"] == a["stream"] and calls[w["args"]["correlation"]]["ts"] >= wait_ts]
+        if before and after:
+            src = max(before, key=lambda w: calls[w["args"]["correlation"]]["ts"])
+            dst = min(after, key=lambda w: calls[w["args"]["correlation"]]["ts"])
+            expected.add((src["args"]["correlation"], dst["args"]["correlation"]))
+    t = load_trace(str(path))
+    tf = trace_facts(t)
+    got = set(zip(t.gpu.correlation[tf.event_src].tolist(), t.gpu.correlation[tf.event_dst].tolist()))
+    assert expected and got == expected
 
 
 # --- the real corpus ----------------------------------------------------------------------

@@ -37,7 +37,7 @@
     X(I_CORR, "correlation") X(I_REGS, "regs") X(I_SHMEM, "shmem") X(I_G0, "grid.x") X(I_G1, "grid.y")              \
     X(I_G2, "grid.z") X(I_B0, "block.x") X(I_B1, "block.y") X(I_B2, "block.z") X(I_NBYTES, "nbytes")                 \
     X(I_MEM_BYTES, "mem_bytes") X(I_TOTAL_ALLOC, "total_allocated") X(I_TOTAL_RES, "total_reserved")                  \
-    X(I_DEV_TYPE, "device_type") X(I_DEV_ID, "device_id")
+    X(I_DEV_TYPE, "device_type") X(I_DEV_ID, "device_id") X(I_WAIT_STREAM, "wait_stream") X(I_WAIT_CORR, "wait_corr")
 /* S_CAT ("kind"): the category's string id, which the kind column is read from */
 #define I32_ROWS(X)                                                                                                     \
     X(S_CAT, "kind") X(S_NAME, "name") X(S_PAIR, "thread") X(S_DIMS, "dims") X(S_TYPES, "types")                      \
@@ -619,7 +619,8 @@ generic:
     X(A_WPS, "warps per SM") X(A_GRID, "grid") X(A_BLOCK, "block") X(A_OCC, "est. achieved occupancy %")             \
     X(A_NBYTES, "bytes") X(A_COLL, "Collective name") X(A_STACK, "Call stack") X(A_EXT_LC, "external id")            \
     X(A_MEM_BYTES, "Bytes") X(A_TOTAL_ALLOC, "Total Allocated") X(A_TOTAL_RES, "Total Reserved")                      \
-    X(A_DEV_TYPE, "Device Type") X(A_DEV_ID, "Device Id")
+    X(A_DEV_TYPE, "Device Type") X(A_DEV_ID, "Device Id") X(A_WAIT_STREAM, "wait_on_stream")                        \
+    X(A_WAIT_CORR, "wait_on_cuda_event_record_corr_id")
 enum { ARG_KEYS(AS_ENUM) A_NONE };
 static const char *const arg_names[] = {ARG_KEYS(AS_NAME)};
 /* member() marks the keys seen in an unsigned bit set */
@@ -634,7 +635,7 @@ static int arg_key(const char *k, Py_ssize_t n) {
     case 9: K("Device Id", A_DEV_ID); break;
     case 10: K("Input Dims", A_DIMS); K("Input type", A_TYPES); K("Call stack", A_STACK); break;
     case 11: K("External id", A_EXT); K("correlation", A_CORR); K("external id", A_EXT_LC); K("Device Type", A_DEV_TYPE); break;
-    case 14: K("Total Reserved", A_TOTAL_RES); break;
+    case 14: K("Total Reserved", A_TOTAL_RES); K("wait_on_stream", A_WAIT_STREAM); break;
     case 12: K("warps per SM", A_WPS); break;
     case 13: K("Fwd thread id", A_FWD); K("shared memory", A_SHMEM); K("blocks per SM", A_BPS); break;
     case 15:
@@ -643,6 +644,7 @@ static int arg_key(const char *k, Py_ssize_t n) {
         break;
     case 20: K("registers per thread", A_REGS); break;
     case 25: K("est. achieved occupancy %", A_OCC); break;
+    case 33: K("wait_on_cuda_event_record_corr_id", A_WAIT_CORR); break;
     }
 #undef K
     return A_NONE;
@@ -1007,6 +1009,8 @@ static int event(Scan *s) {
     s->I[I_REGS][i] = gpu_int(&a[A_REGS], NONE_ID, INT32_MIN, INT32_MAX, &odd);
     s->I[I_SHMEM][i] = gpu_int(&a[A_SHMEM], NONE_ID, INT64_MIN, INT64_MAX, &odd);
     s->I[I_NBYTES][i] = gpu_int(&a[A_NBYTES], NONE_ID, INT64_MIN, INT64_MAX, &odd);
+    s->I[I_WAIT_STREAM][i] = gpu_int(&a[A_WAIT_STREAM], NONE_ID, INT64_MIN, INT64_MAX, &odd);
+    s->I[I_WAIT_CORR][i] = gpu_int(&a[A_WAIT_CORR], NONE_ID, INT64_MIN, INT64_MAX, &odd);
     for (int j = 0; j < 3; j++) {
         s->I[I_G0 + j][i] = grid[j];
         s->I[I_B0 + j][i] = block[j];

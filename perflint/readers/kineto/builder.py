@@ -212,7 +212,9 @@ class ColumnBuilder:
                 if f.rule == DEFAULT:
                     cols[c.name] = np.full(n, f.default, dtype=f.dtype)
                 else:
-                    cols[c.name] = tbl.col(c.name, f.dtype, 3 if f.rule == DIM3 else 0)
+                    cols[c.name] = col = tbl.col(c.name, f.dtype, 3 if f.rule == DIM3 else 0)
+                    if f.sparse and not (col != f.default).any():
+                        cols[c.name] = np.broadcast_to(np.asarray(f.default, dtype=f.dtype), col.shape)
             tables[t] = TABLE_TYPES[t](**cols)
         cpr_ids = np.asarray([c[0] for c in self._cpr], dtype=np.int32)
         cpr_pos = np.asarray(self._cpr_pos, dtype=np.int64)

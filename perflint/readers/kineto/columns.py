@@ -58,6 +58,7 @@ class Field:
     default: Any = NONE
     strict: Any = Any
     event: bool = False
+    sparse: bool = False  # usually absent: a column of only the default is kept as one value
 
     @property
     def attrs(self) -> tuple[str, ...]:
@@ -136,6 +137,11 @@ TOTAL_ALLOCATED = Field("total_allocated", ("Total Allocated",), ID, I64)
 TOTAL_RESERVED = Field("total_reserved", ("Total Reserved",), ID, I64)
 DEVICE_TYPE = Field("device_type", ("Device Type",), ID, I16)
 DEVICE_ID = Field("device_id", ("Device Id",), ID, I16)
+# cuda_sync args of an event wait (cudaStreamWaitEvent, cudaEventSynchronize): the stream the
+# event was recorded on and the correlation id of its cudaEventRecord call. Most traces hold
+# none: the builders keep a column of only the default as one broadcast value.
+WAIT_STREAM = Field("wait_stream", ("wait_on_stream",), ID, I64, sparse=True)
+WAIT_CORR = Field("wait_corr", ("wait_on_cuda_event_record_corr_id",), ID, I64, sparse=True)
 
 # Args in the order Kineto writes them (cpu_op args, then kernel args): the strict struct keeps
 # this order, as msgspec matches a key against the field after the last one matched first. The
@@ -144,7 +150,7 @@ FIELDS: tuple[Field, ...] = (
     KIND_F, NAME_F, THREAD_F, TS, DUR,
     EXT, DIMS_F, TYPES, CONCRETE, FWD_TID, SEQ, DEVICE_F, STREAM_F, CORRELATION, REGS, SHMEM, BLOCKS_PER_SM, WARPS_PER_SM,
     GRID, BLOCK, OCCUPANCY, NBYTES, COLLECTIVE, STACK,
-    MEM_BYTES, TOTAL_ALLOCATED, TOTAL_RESERVED, DEVICE_TYPE, DEVICE_ID,
+    MEM_BYTES, TOTAL_ALLOCATED, TOTAL_RESERVED, DEVICE_TYPE, DEVICE_ID, WAIT_STREAM, WAIT_CORR,
 )  # fmt: skip
 
 
@@ -184,7 +190,7 @@ TABLES: dict[str, tuple[Column, ...]] = {
         _col(STREAM_F, "kernel stream"), _col(TS, "kernel ts"), _col(DUR, "kernel dur"),
         _col(CORRELATION, "kernel correlation"), _col(EXT, "kernel External id"), _col(GRID, "kernel grid"),
         _col(BLOCK, "kernel block"), _col(REGS), _col(SHMEM), _col(BLOCKS_PER_SM), _col(WARPS_PER_SM), _col(OCCUPANCY),
-        _col(NBYTES), _col(COLLECTIVE),
+        _col(NBYTES), _col(COLLECTIVE), _col(WAIT_STREAM), _col(WAIT_CORR),
         _later("launch", I32),
     ),
     "pyfn": (
