@@ -39,6 +39,7 @@ CORPUS = [
     "kineto/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
     "tracelens/traces/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
     "param/resnet_kineto.json.gz",
+    "hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz",  # cuda_sync event waits
 ]
 SMALL_SLICE = "4096"
 
