@@ -82,6 +82,7 @@ class TraceResult:
     rank_row: dict[str, Any] = field(default_factory=dict)  # facts for run-level (multi-rank) rules
     warnings: list[str] = field(default_factory=list)
     role: str = ""  # perflint.baseline.identity.trace_role
+    collectives: dict[str, Any] = field(default_factory=dict)  # perflint.stepmodel.collectives rows, for the run-level join
 
     @property
     def label(self) -> str:

@@ -148,6 +148,7 @@ def run_check(
     from perflint.engine.run import check_run
     from perflint.findings import RunResult, SkippedFile
     from perflint.selection import apply_suppressions, select_rules
+    from perflint.stepmodel.join import RankEntry, join_ranks
 
     check_choices(opts)
     if cfg is None:
@@ -177,6 +178,7 @@ def run_check(
     finally:
         prepared.close()
     traces = [o.result for o in outcomes if o.error is None]
+    join_ranks([RankEntry(t.path, t.rank, t.collectives, t.metrics["step_model"]) for t in traces])
     run_findings, run_statuses = check_run(traces, active)
     result = RunResult(
         traces=traces,
@@ -233,6 +235,11 @@ def run_summary(
 
         active = select_rules(load_rules(), Config())
         fn: Callable[[Trace], Any] = functools.partial(_summary_one, include_edge_steps=include_edge_steps, timeline=timeline, active=active)
-        return prepared.run(wrap(fn) if wrap is not None else fn)
+        outcomes = prepared.run(wrap(fn) if wrap is not None else fn)
     finally:
         prepared.close()
+    from perflint.stepmodel.join import RankEntry, join_ranks
+
+    done = [o.result for o in outcomes if o.error is None]
+    join_ranks([RankEntry(d["path"], d["rank"], d.pop("_collectives", {}), d["step_model"]) for d in done])
+    return outcomes

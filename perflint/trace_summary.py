@@ -17,6 +17,7 @@ from perflint.metrics.temporal import temporal_breakdown
 from perflint.metrics.tensor_cores import tensor_core_summary
 from perflint.model import KERNEL, MEMCPY, MEMSET, NONE, Trace
 from perflint.stepmodel import StepModel, step_model
+from perflint.stepmodel.collectives import collective_rows
 from perflint.stepmodel.critical import LABELS, runs
 
 TOP_KERNELS = 10
@@ -245,4 +246,6 @@ def _summarize(trace: Trace, include_edge_steps: bool) -> dict[str, Any]:
     }
     warnings.extend(null_reasons(trace, out))
     warnings.extend(m.replay_notes)
+    # For the run-level join of ranks (perflint.stepmodel.join), which takes it out of the summary.
+    out["_collectives"] = collective_rows(m)
     return out

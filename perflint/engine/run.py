@@ -259,6 +259,7 @@ def check_trace(subject: Context | Trace, active: list[ActiveRule], role: str | 
         metrics={k: summary[k] for k in ("steps", "gpu", "temporal", "tensor_cores", "kernels")},
         warnings=list(trace.warnings),
         role=role,
+        collectives=summary["_collectives"],
     )
     capabilities: dict[str, str | None] = {}
     pending: list[Pending] = []

@@ -58,7 +58,8 @@ class TraceModel(_Model):
     device: dict[str, Any] = Field(description="name, vendor, sm_count, compute_capability")
     metrics: dict[str, Any] = Field(
         description="headline numbers as `perflint summary` prints them: steps, gpu, temporal, tensor_cores, kernels, "
-        "and step_model (window, bound_by, replay_error_pct, critical_path, what_if_all: the findings' fixes replayed)"
+        "and step_model (window, bound_by, replay_error_pct, critical_path, what_if_all: the findings' fixes replayed; "
+        "ranks: the join with the other ranks checked together, who waited for whom in the collectives)"
     )
     statuses: list[RuleStatusModel]
     findings: list[FindingModel] = Field(description="most severe first, then by recoverable time")

@@ -136,6 +136,9 @@ def render_summary(t: dict[str, Any]) -> str:
         replayed = f" (replayed within {err:.1f}%)" if err is not None else ""
         parts = [f"{b['label']} {b['pct']:.0f}%" for b in bound[:6] if b["pct"] >= 0.5]
         lines.append(f"Bound by        {' · '.join(parts)}{replayed}")
+    rk = sm.get("ranks")
+    if rk:
+        lines.append(f"Ranks           {ranks_line(rk)}")
     wi = sm.get("what_if_all")
     if wi and wi.get("what_ifs"):
         lines.append(
@@ -177,3 +180,18 @@ def render_summary(t: dict[str, Any]) -> str:
     for w in t.get("warnings", []):
         lines.append(f"warning: {w}")
     return "\n".join(lines)
+
+
+def ranks_line(rk: dict[str, Any]) -> str:
+    """The run-level join of this rank with the others checked with it (perflint.stepmodel.join)."""
+    with_ = "joined with ranks " + ", ".join(str(r) for r in rk["ranks"])
+    if rk.get("note"):
+        return f"{with_}: {rk['matched']} collective(s) matched, {rk['note']}"
+    who = ", ".join(f"rank {w['rank']} {_us(w['us'])}" for w in rk["waited_for"][:3])
+    waits = (
+        f"waited {_us(rk['wait_us'])} in the median step for the last rank to arrive ({who}), "
+        f"{_us(rk['on_path_wait_us'])} of it on the critical path"
+        if who
+        else "arrived last or with the others: no wait"
+    )
+    return f"{with_} at {rk['joined']} of {rk['matched']} collective(s); {waits}"

@@ -41,12 +41,15 @@ from perflint.stepmodel.replay import Replayed, walk
 
 # Bound-by categories, in the order reports list them.
 COMPUTE = tuple(f"gpu_{c}" for c in CATEGORIES if c not in ("memcpy", "memset", "communication"))
-BOUND = (*COMPUTE, "memcpy", "memset", "communication", "launch", "cpu", "data_loading", "sync", "event", "other")
+# comm_wait: the part of communication spent waiting for the last rank to arrive, known only where
+# the ranks of a run are joined (perflint.stepmodel.join).
+BOUND = (*COMPUTE, "memcpy", "memset", "communication", "comm_wait", "launch", "cpu", "data_loading", "sync", "event", "other")
 LABELS = {
     **{f"gpu_{c}": f"GPU {c.replace('_', ' ')}" for c in CATEGORIES},
     "memcpy": "memcpy",
     "memset": "memset",
     "communication": "communication",
+    "comm_wait": "communication wait (late rank)",
     "launch": "kernel launch overhead",
     "cpu": "CPU op dispatch / Python",
     "data_loading": "data loading",
@@ -81,8 +84,9 @@ LANE_THREAD, LANE_STREAM, LANE_STEP = 0, 1, 2
 @dataclass(frozen=True)
 class Pieces:
     """A critical path as columns, in time order: per piece its category (index into BOUND), its
-    lane (kind: LANE_*, and the thread index or stream id), replayed start and end, and its name
-    (a string id of the trace, or -1 - i for FIXED_NAMES[i])."""
+    lane (kind: LANE_*, and the thread index or stream id), replayed start and end, its name
+    (a string id of the trace, or -1 - i for FIXED_NAMES[i]) and its GPU row (a piece of GPU
+    work; NONE for the others)."""
 
     cat: np.ndarray
     lane_kind: np.ndarray
@@ -90,6 +94,7 @@ class Pieces:
     start: np.ndarray
     end: np.ndarray
     name: np.ndarray
+    row: np.ndarray
 
     def __len__(self) -> int:
         return len(self.cat)
@@ -118,7 +123,7 @@ def critical_path(t: Trace, g: StepGraph, rp: Replayed, i: int) -> Pieces:
     lane_kind, lane_id = _lanes(t, g, path, thread)
     cpu_node = (kind == CALL) | (kind == RETURN)
     is_gpu = kind == GPU
-    parts: list[tuple[np.ndarray, ...]] = []  # (order key, cat, lane kind, lane id, start, end, name)
+    parts: list[tuple[np.ndarray, ...]] = []  # (order key, cat, lane kind, lane id, start, end, name, GPU row)
 
     # Each node's own time.
     own = (e > s) & (e > lo) & (is_gpu | (kind == CALL) | (kind == RETURN))
@@ -139,7 +144,7 @@ def critical_path(t: Trace, g: StepGraph, rp: Replayed, i: int) -> Pieces:
         ncat[calls] = np.asarray([table[x] for x in ids.tolist()], dtype=np.int16) if len(table) > 1 else table[int(ids[0])]
     k = np.flatnonzero(own)
     order = np.arange(len(path), dtype=np.float64)
-    parts.append((order[k] + 0.5, ncat[k], lane_kind[k], lane_id[k], np.maximum(s[k], lo), e[k], name[k]))
+    parts.append((order[k] + 0.5, ncat[k], lane_kind[k], lane_id[k], np.maximum(s[k], lo), e[k], name[k], np.where(is_gpu[k], ref[k], NONE)))
 
     # The delay before each node: its binding edge's (or, for the first node, its release since
     # the step's start: CPU time before the thread's first call).
@@ -174,7 +179,7 @@ def critical_path(t: Trace, g: StepGraph, rp: Replayed, i: int) -> Pieces:
             cat[sel], nm[sel] = c, nmx
         cpu = np.isin(etd, (E_CPU, E_END, E_NEST, E_THREAD)) | released[d]
         rest = ~cpu
-        parts.append((order[d[rest]], cat[rest], lk[rest], li[rest], cut[d[rest]], s[d[rest]], nm[rest]))
+        parts.append((order[d[rest]], cat[rest], lk[rest], li[rest], cut[d[rest]], s[d[rest]], nm[rest], np.full(int(rest.sum()), NONE)))
         if cpu.any():
             dc = d[cpu]
             # CPU time on the thread between two events: data loading where the DataLoader ran.
@@ -186,13 +191,16 @@ def critical_path(t: Trace, g: StepGraph, rp: Replayed, i: int) -> Pieces:
             lkc, lic = lk[cpu], li[cpu]
             ld = loading > 0
             parts.append((order[dc[ld]] - 0.25, np.full(int(ld.sum()), _CAT["data_loading"], dtype=np.int16), lkc[ld], lic[ld],
-                          cut[dc[ld]], cut[dc[ld]] + loading[ld], np.full(int(ld.sum()), _LOADER, dtype=np.int64)))  # fmt: skip
+                          cut[dc[ld]], cut[dc[ld]] + loading[ld], np.full(int(ld.sum()), _LOADER, dtype=np.int64), np.full(int(ld.sum()), NONE)))  # fmt: skip
             busy = length - loading > 0
             parts.append((order[dc[busy]] - 0.1, np.full(int(busy.sum()), _CAT["cpu"], dtype=np.int16), lkc[busy], lic[busy],
-                          cut[dc[busy]] + loading[busy], s[dc[busy]], np.full(int(busy.sum()), _CPU, dtype=np.int64)))  # fmt: skip
-    cols = [np.concatenate([q[j] for q in parts]) for j in range(7)]
+                          cut[dc[busy]] + loading[busy], s[dc[busy]], np.full(int(busy.sum()), _CPU, dtype=np.int64), np.full(int(busy.sum()), NONE)))  # fmt: skip
+    cols = [np.concatenate([q[j] for q in parts]) for j in range(8)]
     o = np.argsort(cols[0], kind="stable")
-    return Pieces(cols[1][o].astype(np.int16), cols[2][o].astype(np.int8), cols[3][o].astype(np.int64), cols[4][o], cols[5][o], cols[6][o].astype(np.int64))
+    return Pieces(
+        cols[1][o].astype(np.int16), cols[2][o].astype(np.int8), cols[3][o].astype(np.int64), cols[4][o], cols[5][o], cols[6][o].astype(np.int64),
+        cols[7][o].astype(np.int64),
+    )  # fmt: skip
 
 
 def _lanes(t: Trace, g: StepGraph, nodes: np.ndarray, thread: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

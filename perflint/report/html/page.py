@@ -211,6 +211,10 @@ def step_model_block(p: dict[str, Any]) -> str:
     head = f"{what}: {fmt_duration(total)}" + (f", replayed within {err:.1f}%" if err is not None else "")
     notes = "".join(f"<li>{escape(x)}</li>" for x in sm.get("replay_notes") or [])
     out = [f"<h3>What bounds the step</h3><p>{escape(head)}.</p>" + (f"<ul class=mut>{notes}</ul>" if notes else "")]
+    if sm.get("ranks"):
+        from perflint.report.summary_text import ranks_line
+
+        out.append(f"<p>Ranks: {escape(ranks_line(sm['ranks']))}.</p>")
     bar = svg.shares("what bounds the median step", [(b["label"], b["pct"], colour[b["category"]]) for b in bound])
     out.append(figure(bar, "the median step's time along its critical path, by category",
                       table([("category", False), ("us", True), ("% of the step", True)], [[t(b["label"]), n(b["us"]), n(b["pct"], "%")] for b in bound])))

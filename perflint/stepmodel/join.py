@@ -1,0 +1,162 @@
+"""The ranks of a run joined at their collectives: who waits for whom.
+
+A collective ends on every member when its last member has arrived, so a rank that arrives early
+spends the difference waiting, not transferring. Checked together, the ranks of one run (the
+traces with a rank in one directory) are matched collective by collective: the same step
+number, the same collective (or kernel) name, the same order among those in the step. A matched
+collective is joined when its members end together (within JOIN_TOL_US or a tenth of its
+duration): then each member's wait is the last member's arrival minus its own, at most its own
+time in it, and the rest is transfer. The ranks' clocks are taken as one where most matched
+collectives end together as recorded; otherwise each rank's offset is the median difference of
+its collectives' ends from the first rank's, and used where most then end together. Where
+neither holds (the traces hold a few ranks of larger collectives, or point-to-point traffic
+whose ends need not meet), nothing is split and the note says so.
+
+Each rank's median step then splits its critical path's communication into the wait it lies on
+(the joined collectives' waits, times the share of each the step waits on) and the transfer; the
+wait is blamed on the rank that arrived last.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from perflint.stepmodel.critical import BOUND, LABELS
+
+JOIN_TOL_US = 50.0  # ends of one collective on its members agree within this (or a tenth of its time)
+JOIN_MIN_SHARE = 0.5  # the clocks are one (or aligned) where this share of matched collectives ends together
+
+
+@dataclass
+class RankEntry:
+    """One trace of the run: its path, rank, collective rows (collective_rows) and the step
+    model section of its summary, which the join completes."""
+
+    path: str
+    rank: int | None
+    collectives: dict[str, Any]
+    step_model: dict[str, Any]
+
+
+def join_ranks(entries: list[RankEntry]) -> None:
+    """Join the ranks of each run among `entries` (in place: their step_model dicts gain `ranks`
+    and, where waits were found, a split of `communication` in `bound_by`)."""
+    runs: dict[str, list[RankEntry]] = defaultdict(list)
+    for e in entries:
+        if e.rank is not None and e.collectives.get("name"):
+            runs[os.path.dirname(os.path.abspath(e.path))].append(e)
+    for members in runs.values():
+        ranks = [e.rank for e in members]
+        if len(members) < 2 or len(set(ranks)) < len(ranks):
+            continue
+        _join(sorted(members, key=lambda e: e.rank or 0))
+
+
+def _keys(c: dict[str, Any]) -> dict[tuple[int, str, int], int]:
+    names = c["names"]
+    return {(s, names[n], o): i for i, (s, n, o) in enumerate(zip(c["step"], c["name"], c["ordinal"]))}
+
+
+def _join(members: list[RankEntry]) -> None:
+    keys = [_keys(e.collectives) for e in members]
+    count: dict[tuple[int, str, int], int] = defaultdict(int)
+    for k in keys:
+        for key in k:
+            count[key] += 1
+    shared = [key for key, n in count.items() if n >= 2]
+    ranks = [int(e.rank or 0) for e in members]
+    if not shared:
+        _note(members, ranks, 0, 0, "no collective of this rank matched one of the other ranks (same step, name and order)")
+        return
+    start = [np.asarray(e.collectives["start"]) for e in members]
+    end = [np.asarray(e.collectives["end"]) for e in members]
+    # Per shared collective, its members (index into `members`) and their rows.
+    inst = [[(i, k[key]) for i, k in enumerate(keys) if key in k] for key in shared]
+    offsets = np.zeros(len(members))
+    if _agreeing(inst, start, end, offsets).mean() < JOIN_MIN_SHARE:
+        for i in range(1, len(members)):
+            d = [end[i][r_i] - end[0][r_0] for key in shared if key in keys[0] and key in keys[i] for r_0, r_i in [(keys[0][key], keys[i][key])]]
+            offsets[i] = float(np.median(d)) if d else 0.0
+        if _agreeing(inst, start, end, offsets).mean() < JOIN_MIN_SHARE:
+            _note(
+                members, ranks, len(shared), 0,
+                "the matched collectives do not end together on these ranks (the traces hold a few ranks of larger collectives, "
+                "or point-to-point traffic): their time is not split into waiting and transfer",
+            )  # fmt: skip
+            return
+    ok = _agreeing(inst, start, end, offsets)
+    wait = [np.zeros(len(s)) for s in start]
+    late_of = [np.full(len(s), -1) for s in start]
+    joined = [0] * len(members)
+    for members_rows, good in zip(inst, ok.tolist()):
+        if not good:
+            continue
+        arrive = np.asarray([start[i][r] - offsets[i] for i, r in members_rows])
+        last = int(np.argmax(arrive))
+        for (i, r), a in zip(members_rows, arrive.tolist()):
+            joined[i] += 1
+            wait[i][r] = min(max(0.0, float(arrive[last]) - a), end[i][r] - start[i][r])
+            late_of[i][r] = ranks[members_rows[last][0]]
+    for i, e in enumerate(members):
+        c = e.collectives
+        med = np.asarray(c["median"], dtype=bool)
+        on_path = float((wait[i] * np.asarray(c["on_path"]))[med].sum())
+        by: dict[int, float] = defaultdict(float)
+        for w, r in zip(wait[i][med].tolist(), late_of[i][med].tolist()):
+            if w > 0 and r >= 0:
+                by[r] += w
+        e.step_model["ranks"] = {
+            "ranks": ranks,
+            "matched": sum(1 for rows in inst if any(j == i for j, _ in rows)),
+            "joined": joined[i],
+            "clock_offset_us": round(float(offsets[i]), 3),
+            "wait_us": round(float(wait[i][med].sum()), 3),
+            "on_path_wait_us": round(on_path, 3),
+            "waited_for": [{"rank": r, "us": round(us, 3)} for r, us in sorted(by.items(), key=lambda kv: -kv[1])],
+            "note": None,
+        }
+        _split(e.step_model, on_path if joined[i] else 0.0)
+
+
+def _agreeing(inst: list[list[tuple[int, int]]], start: list[np.ndarray], end: list[np.ndarray], offsets: np.ndarray) -> np.ndarray:
+    """Per shared collective: whether its members end together (clocks moved by `offsets`)."""
+    out = np.zeros(len(inst), dtype=bool)
+    for k, rows in enumerate(inst):
+        ends = [end[i][r] - offsets[i] for i, r in rows]
+        durs = [end[i][r] - start[i][r] for i, r in rows]
+        out[k] = max(ends) - min(ends) <= max(JOIN_TOL_US, 0.1 * float(np.median(durs)))
+    return out
+
+
+def _note(members: list[RankEntry], ranks: list[int], matched: int, joined: int, why: str) -> None:
+    for e in members:
+        e.step_model["ranks"] = {
+            "ranks": ranks, "matched": matched, "joined": joined, "clock_offset_us": None, "wait_us": None,
+            "on_path_wait_us": None, "waited_for": [], "note": why,
+        }  # fmt: skip
+
+
+def _split(sm: dict[str, Any], wait_us: float) -> None:
+    """Move `wait_us` of the median step's communication on its critical path to the
+    communication-wait category (the pcts still add up to 100); the rest is transfer."""
+    bound = sm.get("bound_by") or []
+    comm = next((b for b in bound if b["category"] == "communication"), None)
+    if comm is None:
+        return
+    comm["label"] = "communication transfer"
+    if wait_us <= 0:
+        return
+    moved = min(wait_us, float(comm["us"]))
+    comm["us"] = round(float(comm["us"]) - moved, 3)
+    bound.append({"category": "comm_wait", "label": LABELS["comm_wait"], "us": round(moved, 3), "pct": 0.0})
+    total = sum(float(b["us"]) for b in bound)
+    kept = [b for b in bound if b["us"] > 0]
+    for b in kept:
+        b["pct"] = round(100.0 * float(b["us"]) / total, 3) if total > 0 else 0.0
+    kept.sort(key=lambda b: (-float(b["us"]), BOUND.index(b["category"])))
+    bound[:] = kept
