@@ -148,7 +148,7 @@ def run_check(
     from perflint.engine.run import check_run
     from perflint.findings import RunResult, SkippedFile
     from perflint.selection import apply_suppressions, select_rules
-    from perflint.stepmodel.join import RankEntry, join_ranks
+    from perflint.stepmodel.join import RankEntry, caused_waits, join_ranks
 
     check_choices(opts)
     if cfg is None:
@@ -178,7 +178,12 @@ def run_check(
     finally:
         prepared.close()
     traces = [o.result for o in outcomes if o.error is None]
-    join_ranks([RankEntry(t.path, t.rank, t.collectives, t.metrics["step_model"]) for t in traces])
+    entries = [RankEntry(t.path, t.rank, t.collectives, t.metrics["step_model"]) for t in traces]
+    join_ranks(entries)
+    caused = caused_waits(entries)
+    for t in traces:
+        if t.rank_row and t.rank is not None:
+            t.rank_row["late_cost_us"] = caused.get((t.path, t.rank))
     run_findings, run_statuses = check_run(traces, active)
     result = RunResult(
         traces=traces,

@@ -37,6 +37,8 @@ FIELDS = {
     "excess_pct": "the larger of step_excess_pct and compute_excess_pct",
     "metric": "which measure gives excess_pct: 'step time' or 'compute time'",
     "excess_us": "time per step over the peers on that measure",
+    "late_cost_us": "the most critical-path time per step another rank of the run waited for this rank to arrive at collectives "
+    "(ranks joined at their collectives; absent where no other rank's critical path waited for it, or the ranks could not be joined)",
 }
 
 
@@ -121,6 +123,7 @@ def ranks(rank_rows: list[Row]) -> list[Row]:
                     "excess_pct": excess_pct,
                     "metric": "step time" if use_step else "compute time",
                     "excess_us": excess_us,
+                    "late_cost_us": _num(r.get("late_cost_us")),
                 }
             )
     out.sort(key=lambda r: (str(r["path"]), r["rank"]))

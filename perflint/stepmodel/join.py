@@ -57,6 +57,26 @@ def join_ranks(entries: list[RankEntry]) -> None:
         _join(sorted(members, key=lambda e: e.rank or 0))
 
 
+def caused_waits(entries: list[RankEntry]) -> dict[tuple[str, int], float]:
+    """Per (path, rank) of a joined run where some other rank's median step waited for it on its
+    critical path: the most such time (what the others would gain, per step, if it were not
+    late)."""
+    out: dict[tuple[str, int], float] = {}
+    by_rank: dict[tuple[str, int], float] = defaultdict(float)
+    for e in entries:
+        rk = e.step_model.get("ranks")
+        if not rk or e.rank is None:
+            continue
+        run = os.path.dirname(os.path.abspath(e.path))
+        for w in rk["waited_for"]:
+            by_rank[(run, int(w["rank"]))] = max(by_rank[(run, int(w["rank"]))], float(w["on_path_us"]))
+    for e in entries:
+        us = by_rank.get((os.path.dirname(os.path.abspath(e.path)), e.rank or 0), 0.0) if e.rank is not None else 0.0
+        if us > 0:
+            out[(e.path, int(e.rank or 0))] = us
+    return out
+
+
 def _keys(c: dict[str, Any]) -> dict[tuple[int, str, int], int]:
     names = c["names"]
     return {(s, names[n], o): i for i, (s, n, o) in enumerate(zip(c["step"], c["name"], c["ordinal"]))}
@@ -106,10 +126,12 @@ def _join(members: list[RankEntry]) -> None:
         c = e.collectives
         med = np.asarray(c["median"], dtype=bool)
         on_path = float((wait[i] * np.asarray(c["on_path"]))[med].sum())
-        by: dict[int, float] = defaultdict(float)
-        for w, r in zip(wait[i][med].tolist(), late_of[i][med].tolist()):
+        by: dict[int, list[float]] = defaultdict(lambda: [0.0, 0.0])
+        share = np.asarray(c["on_path"])[med]
+        for w, r, sh in zip(wait[i][med].tolist(), late_of[i][med].tolist(), share.tolist()):
             if w > 0 and r >= 0:
-                by[r] += w
+                by[r][0] += w
+                by[r][1] += w * sh
         e.step_model["ranks"] = {
             "ranks": ranks,
             "matched": sum(1 for rows in inst if any(j == i for j, _ in rows)),
@@ -117,7 +139,7 @@ def _join(members: list[RankEntry]) -> None:
             "clock_offset_us": round(float(offsets[i]), 3),
             "wait_us": round(float(wait[i][med].sum()), 3),
             "on_path_wait_us": round(on_path, 3),
-            "waited_for": [{"rank": r, "us": round(us, 3)} for r, us in sorted(by.items(), key=lambda kv: -kv[1])],
+            "waited_for": [{"rank": r, "us": round(us, 3), "on_path_us": round(p, 3)} for r, (us, p) in sorted(by.items(), key=lambda kv: -kv[1][0])],
             "note": None,
         }
         _split(e.step_model, on_path if joined[i] else 0.0)

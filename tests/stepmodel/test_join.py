@@ -17,13 +17,13 @@ from tests.conftest import TRACES
 ALLREDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
 
 
-def _rank(rank: int, compute: list[float], world: int, shift: float = 0.0) -> TraceBuilder:
+def _rank(rank: int, compute: list[float], world: int, shift: float = 0.0, steps: int = 3) -> TraceBuilder:
     """Three steps: a GEMM of the rank's own length, then an all-reduce that ends on every rank
     200 us after the slowest rank's GEMM (so an early rank waits in it). `shift` moves the rank's
     whole clock."""
     b = TraceBuilder(rank=rank)
     b.meta["distributedInfo"] = {"rank": rank, "world_size": world}
-    for i in range(3):
+    for i in range(steps):
         t0 = i * 5000.0 + shift
         b.step(i + 1, ts=t0, dur=5000.0)
         b.kernel("ampere_sgemm_128x64_nn", ts=t0 + 20, dur=compute[rank], launch_ts=t0 + 10)
@@ -78,6 +78,20 @@ def test_the_check_reports_the_split_and_the_summary_text_says_who(tmp_path: Pat
     assert main(["summary", str(run / "rank0.json"), str(run / "rank1.json")]) == 0
     out = capsys.readouterr().out
     assert "communication wait (late rank)" in out and "for the last rank to arrive (rank 1 2.0 ms)" in out
+
+
+def test_the_straggler_finding_counts_the_others_critical_path_wait(tmp_path: Path) -> None:
+    """STRAG001's impact is what the other ranks' steps wait for the late rank on their critical
+    paths (rank 0 waits 2 ms per step, over 3 analysed steps), not the late rank's own extra time
+    over the median of the others (1.5 ms)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    for r in range(3):
+        _rank(r, [1000.0, 2000.0, 3000.0], 3, steps=5).write(run / f"rank{r}.json")
+    result = perflint.check(str(run), select="STRAG001")
+    (f,) = [f for f in result.run.run_findings if f.code == "STRAG001"]
+    assert f.impact_us == pytest.approx(3 * 2000.0, rel=0.01)
+    assert "the other ranks wait 2.0 ms per step for it" in f.message
 
 
 def test_one_rank_alone_is_not_joined(tmp_path: Path) -> None:
