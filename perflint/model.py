@@ -21,6 +21,11 @@ MEMCPY = 1
 MEMSET = 2
 GPU_SYNC = 3  # device-side cuda_sync records: not GPU work
 KIND_NAMES = ("kernel", "memcpy", "memset", "sync")
+# The names of GPU_SYNC records, as Kineto's cuda_sync_kind spells them; readers of CUPTI's sync
+# types (nsys, nvprof) use the same ones. CUPTI_SYNC_NAMES: by CUpti_ActivitySynchronizationType.
+EVENT_SYNC = "Event Sync"
+STREAM_WAIT_EVENT = "Stream Wait Event"
+CUPTI_SYNC_NAMES = {0: "Unknown Sync", 1: EVENT_SYNC, 2: STREAM_WAIT_EVENT, 3: "Stream Sync", 4: "Context Sync"}
 
 # CPU op kinds.
 OP_CPU = 0

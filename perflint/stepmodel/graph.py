@@ -38,7 +38,7 @@ from perflint.ids import distinct
 from perflint.memo import once
 from perflint.metrics.apis import is_kernel_launch, is_launch, is_sync_copy, sync_kind
 from perflint.metrics.steps import launch_ts
-from perflint.model import GPU_SYNC, KERNEL, MEMCPY, MEMSET, NONE, GpuTable, Trace
+from perflint.model import EVENT_SYNC, GPU_SYNC, KERNEL, MEMCPY, MEMSET, NONE, STREAM_WAIT_EVENT, GpuTable, Trace
 
 CALL, RETURN, GPU, END, MARK, MARK_END = 0, 1, 2, 3, 4, 5
 E_CPU, E_NEST, E_LAUNCH, E_STREAM, E_WAIT, E_EVENT, E_END, E_THREAD = range(8)
@@ -87,7 +87,7 @@ def trace_facts(t: Trace) -> TraceFacts:
     recs = np.flatnonzero(linked & (g.kind == GPU_SYNC) & (g.stream >= 0))
     sync_stream[g.launch[recs]] = g.stream[recs]
     # An event synchronize waits on the stream its event was recorded on.
-    ev = np.flatnonzero(linked & (g.kind == GPU_SYNC) & (g.stream < 0) & (g.wait_stream != NONE))
+    ev = np.flatnonzero(linked & _named(t, g.kind == GPU_SYNC, EVENT_SYNC) & (g.wait_stream != NONE))
     sync_stream[g.launch[ev]] = g.wait_stream[ev]
     # An async copy to pageable host memory waits for the copy: it is a sync on the copy's stream.
     cp = np.flatnonzero(linked & (g.kind == MEMCPY))
@@ -125,7 +125,7 @@ def _event_waits(t: Trace, lts: np.ndarray, work: np.ndarray) -> tuple[np.ndarra
     none = np.zeros(0, dtype=np.int64)
     if g.wait_corr.strides == (0,) and (not len(g) or int(g.wait_corr[0]) == NONE):
         return none, none  # the usual broadcast column: no event waits recorded
-    w = np.flatnonzero((g.kind == GPU_SYNC) & (g.wait_corr != NONE) & (g.wait_stream != NONE) & (g.stream >= 0) & (g.launch != NONE))
+    w = np.flatnonzero(_named(t, (g.kind == GPU_SYNC) & (g.wait_corr != NONE) & (g.stream >= 0) & (g.launch != NONE), STREAM_WAIT_EVENT))
     if not len(w) or not len(work):
         return none, none
     # The record calls by correlation id.
@@ -138,6 +138,12 @@ def _event_waits(t: Trace, lts: np.ndarray, work: np.ndarray) -> tuple[np.ndarra
     dst = _on_stream(g.stream, lts, work, g.stream[w], rt.ts[g.launch[w]], before=False)
     ok = (src != NONE) & (dst != NONE)
     return src[ok], dst[ok]
+
+
+def _named(t: Trace, rows: np.ndarray, name: str) -> np.ndarray:
+    """`rows` (a bool per GPU row) narrowed to the rows called `name`."""
+    sid = [i for i in distinct(t.gpu.name[rows]) if t.s(int(i)) == name] if rows.any() else []
+    return rows & (t.gpu.name == sid[0]) if sid else np.zeros(len(rows), dtype=bool)
 
 
 def _on_stream(stream: np.ndarray, lts: np.ndarray, work: np.ndarray, on: np.ndarray, at: np.ndarray, before: bool) -> np.ndarray:

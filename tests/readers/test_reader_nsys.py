@@ -257,3 +257,47 @@ def test_fixtures_are_what_the_generator_writes(tmp_path: Path) -> None:
         a, b = sqlite3.connect(mine), sqlite3.connect(committed)
         for (table,) in a.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
             assert a.execute(f"SELECT * FROM {table}").fetchall() == b.execute(f"SELECT * FROM {table}").fetchall(), table
+
+
+def test_event_records_give_the_stream_waits_their_source(tmp_path: Path) -> None:
+    """An export with event records (nsys --cuda-event-trace) links each cudaStreamWaitEvent's
+    sync record to its cudaEventRecord through eventSyncId (per process: the ids repeat across
+    processes), and the sync records carry the recording stream and the record call: what the
+    step graph ties a waiting stream's work to. The real export holds the sync records but an
+    empty event table: its records are filled in here from its own cudaEventRecord calls (the last
+    one before each wait, on the stream its process last launched work on)."""
+    path = tmp_path / "events.sqlite"
+    shutil.copy(shared_trace("nsysai/h100_2gpu_1s.sqlite"), path)
+    con = sqlite3.connect(path)
+    waits = con.execute(
+        "SELECT eventSyncId, min(correlationId), globalPid FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION WHERE syncType = 2 GROUP BY eventSyncId, globalPid"
+    ).fetchall()
+    records: dict[int, tuple[int, int]] = {}  # wait's correlation id -> (record call, recording stream)
+    for sync_id, corr, pid in waits:
+        rec = con.execute(
+            "SELECT r.correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId WHERE s.value LIKE 'cudaEventRecord%' "
+            "AND r.correlationId < ? AND r.globalTid >> 24 = ? >> 24 ORDER BY r.correlationId DESC LIMIT 1",
+            (corr, pid),
+        ).fetchone()
+        stream = con.execute(
+            "SELECT streamId FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE correlationId < ? AND globalPid = ? ORDER BY correlationId DESC LIMIT 1", (rec[0], pid)
+        ).fetchone()
+        con.execute(
+            "INSERT INTO CUPTI_ACTIVITY_KIND_CUDA_EVENT (timestamp, deviceId, contextId, streamId, correlationId, globalPid, eventId, eventSyncId) "
+            "VALUES (0, 0, 1, ?, ?, ?, 0, ?)",
+            (stream[0], rec[0], pid, sync_id),
+        )
+        for (c,) in con.execute("SELECT correlationId FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION WHERE eventSyncId = ? AND globalPid = ?", (sync_id, pid)):
+            records[c] = (rec[0], stream[0])
+    con.commit()
+    con.close()
+    assert records
+    traces = read_traces(str(path))
+    assert len(traces) == len(read_traces(shared_trace("nsysai/h100_2gpu_1s.sqlite"))) == 2  # sync records make no rank of their own
+    seen = {}
+    for t in traces:
+        g = t.gpu
+        rows = np.flatnonzero((g.kind == GPU_SYNC) & (g.wait_corr != NONE))
+        assert all(t.s(int(g.name[i])) == "Stream Wait Event" for i in rows)
+        seen.update({int(g.correlation[i]): (int(g.wait_corr[i]), int(g.wait_stream[i])) for i in rows})
+    assert seen == records

@@ -17,7 +17,7 @@ import pytest
 from perflint.cli import main
 from perflint.graph.attribution import attribute
 from perflint.graph.build import link
-from perflint.model import MEMCPY
+from perflint.model import GPU_SYNC, MEMCPY, NONE
 from perflint.readers import read_trace
 from perflint.readers.nvprof.markers import OTHER, SEQ, TRACE, parse_name
 from tests.conftest import ROOT, shared_trace
@@ -242,3 +242,26 @@ def test_directory_scan_reads_the_database_and_skips_pyprofs_outputs(capsys: pyt
     doc = json.loads(capsys.readouterr().out)
     assert code == 0 and [Path(t["path"]).name for t in doc["traces"]] == ["net.sql"]
     assert sorted(Path(s["path"]).name for s in doc["skipped"]) == ["lm.csv", "net.dict", "profile.sh"]
+
+
+def test_sync_records_name_the_event_record_they_waited_for() -> None:
+    """nvprof's synchronization records become sync rows; an event wait's row carries the stream
+    and correlation id of the last cudaEventRecord of its event before it (CUDA_EVENT rows)."""
+    db = shared_trace(f"{RUN}/net.sql")
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    syncs = con.execute("SELECT correlationId, cudaEventId FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION").fetchall()
+    records = con.execute("SELECT correlationId, streamId, eventId FROM CUPTI_ACTIVITY_KIND_CUDA_EVENT").fetchall()
+    con.close()
+    expected = {}
+    for corr, event in syncs:
+        before = [(c, s) for c, s, e in records if e == event and c < corr]
+        if before:
+            c, s = max(before)
+            expected[corr] = (s, c)
+    assert expected
+    t = read_trace(db)
+    g = t.gpu
+    rows = (g.kind == GPU_SYNC).nonzero()[0]
+    assert len(rows) == len(syncs)
+    got = {int(g.correlation[i]): (int(g.wait_stream[i]), int(g.wait_corr[i])) for i in rows if g.wait_corr[i] != NONE}
+    assert got == expected

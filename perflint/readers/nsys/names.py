@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 import sqlite3
 
+from perflint.model import CUPTI_SYNC_NAMES
+
 # ENUM_CUDA_MEMCPY_OPER ids -> Kineto's direction words.
 _COPY = {0: "Unknown", 1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA", 8: "DtoD",
          9: "HtoH", 10: "PtoP", 11: "HtoD", 12: "DtoH", 13: "DtoD"}  # fmt: skip
@@ -18,7 +20,7 @@ _COPY = {0: "Unknown", 1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6:
 _MEM = {0: "Pageable", 1: "Pinned", 2: "Device", 3: "Array", 4: "Managed", 5: "Device Static",
         6: "Managed Static", 7: "Unknown"}  # fmt: skip
 # ENUM_CUPTI_SYNC_TYPE ids -> Kineto's cuda_sync names.
-_SYNC = {0: "Unknown Sync", 1: "Event Sync", 2: "Stream Wait Event", 3: "Stream Sync", 4: "Context Sync"}
+_SYNC = CUPTI_SYNC_NAMES
 _DIR = re.compile(r"CUDA_MEMCPY_KIND_(?:UVM_)?([A-Z]+)$")
 _VERSION = re.compile(r"_v\d+$")
 

@@ -222,24 +222,48 @@ def memsets(path: str, con: sqlite3.Connection, sc: Schema, sink: Sink) -> tuple
     return first, fill(path, con, sql, sink, lambda b: {**_activity(MEMSET, b), **_no_launch(b, b[:, 6]), "name": b[:, 7]})
 
 
-def syncs(path: str, con: sqlite3.Connection, sc: Schema, sink: Sink, calls: np.ndarray) -> tuple[int, int]:
+def event_waits(path: str, con: sqlite3.Connection, sc: Schema) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The waits for an event whose record the export holds: per synchronization record of an
+    event (event synchronize, stream wait), its correlation id, and the stream and correlation
+    id of the cudaEventRecord it waited for (eventSyncId links the two, sorted by the first)."""
+    empty = np.zeros(0, np.int64)
+    if not (sc.has(S.SYNC, "eventSyncId", "correlationId", "syncType") and sc.has(S.CUDA_EVENT, "eventSyncId", "correlationId", "streamId")):
+        return empty, empty, empty
+    pid = 'AND e."globalPid" IS s."globalPid"' if sc.has(S.SYNC, "globalPid") and sc.has(S.CUDA_EVENT, "globalPid") else ""
+    sql = (
+        f'SELECT s."correlationId", e."streamId", e."correlationId" FROM "{S.SYNC}" s JOIN "{S.CUDA_EVENT}" e '
+        f'ON e."eventSyncId" = s."eventSyncId" {pid} WHERE s."syncType" IN (1, 2) AND s."correlationId" IS NOT NULL '
+        f'AND e."correlationId" IS NOT NULL ORDER BY s."correlationId"'
+    )
+    try:
+        rows = np.asarray(con.execute(sql).fetchall(), np.int64).reshape(-1, 3)
+    except sqlite3.DatabaseError as exc:
+        raise InputError(path, f"corrupt or truncated SQLite database ({exc})") from None
+    return rows[:, 0], rows[:, 1], rows[:, 2]
+
+
+def syncs(path: str, con: sqlite3.Connection, sc: Schema, sink: Sink, calls: np.ndarray, keep: np.ndarray) -> tuple[int, int]:
     """The synchronization records that no runtime call in `calls` (sorted correlation ids)
-    already stands for (name: the sync type). CUPTI writes one for each host wait
-    (cudaStreamSynchronize, cudaEventSynchronize, cudaDeviceSynchronize, cudaStreamWaitEvent) with
-    its call's correlation id and the call's interval: where that call is in the export, the
-    record repeats it."""
+    already stands for (name: the sync type), and those of the waits in `keep` (sorted
+    correlation ids: event waits, whose record says what the call does not). CUPTI writes one
+    for each host wait (cudaStreamSynchronize, cudaEventSynchronize, cudaDeviceSynchronize,
+    cudaStreamWaitEvent) with its call's correlation id and the call's interval: where that call
+    is in the export, the record repeats it."""
     t = S.SYNC
     if t not in sc.tables:
         return sink.n, 0
 
     def unmatched(corr: np.ndarray) -> np.ndarray:
-        if not len(calls):
-            return np.ones(len(corr), bool)
-        i = np.minimum(np.searchsorted(calls, corr), len(calls) - 1)
-        out: np.ndarray = (corr < 0) | (calls[i] != corr)
+        out: np.ndarray = np.ones(len(corr), bool)
+        if len(calls):
+            i = np.minimum(np.searchsorted(calls, corr), len(calls) - 1)
+            out = (corr < 0) | (calls[i] != corr)
+        if len(keep):
+            j = np.minimum(np.searchsorted(keep, corr), len(keep) - 1)
+            out |= keep[j] == corr
         return out
 
-    if len(calls):
+    if len(calls) and not len(keep):
         # Usually every record repeats a call in the export: their ids alone tell, one column
         # fetched instead of seven.
         (corr,) = fetch(path, con, f'SELECT {_c(sc, t, "correlationId")} FROM "{t}"', [np.int64], capacity(path, con, t))
@@ -291,4 +315,7 @@ def process_names(con: sqlite3.Connection, sc: Schema) -> dict[int, str]:
         return {}
 
 
-__all__ = ["GPU_SPEC", "Sink", "capacity", "fetch", "fill", "kernels", "memcpys", "memsets", "process_names", "runtime", "strings", "syncs"]
+__all__ = [
+    "GPU_SPEC", "Sink", "capacity", "event_waits", "fetch", "fill", "kernels", "memcpys", "memsets", "process_names", "runtime", "strings",
+    "syncs",
+]  # fmt: skip

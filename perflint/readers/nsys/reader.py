@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from perflint.errors import InputError
-from perflint.model import KERNEL, NONE, Device, Trace
+from perflint.model import GPU_SYNC, KERNEL, NONE, Device, Trace
 from perflint.readers import sqlite
 from perflint.readers.nsys import queries as Q
 from perflint.readers.nsys import schema as S
@@ -60,15 +60,20 @@ class _Threads:
         return np.asarray(out, np.int32)[inv.reshape(-1)]
 
 
-def _gpu_rows(path: str, con: sqlite3.Connection, sc: Schema, names: Strings, calls: np.ndarray) -> dict[str, np.ndarray]:
-    """Every activity table's rows in one set of columns; `calls`: the runtime calls' correlation
-    ids, sorted. Names become `names` ids, one table's slice at a time."""
+EventWaits = tuple[np.ndarray, np.ndarray, np.ndarray]  # queries.event_waits
+
+
+def _gpu_rows(path: str, con: sqlite3.Connection, sc: Schema, names: Strings, calls: np.ndarray) -> tuple[dict[str, np.ndarray], EventWaits]:
+    """Every activity table's rows in one set of columns, and the event waits whose records the
+    export holds; `calls`: the runtime calls' correlation ids, sorted. Names become `names` ids,
+    one table's slice at a time."""
     labels = Labels(con, set(sc.tables))
     sink = Q.Sink(Q.GPU_SPEC, sum(Q.capacity(path, con, t) for t in _GPU_TABLES if t in sc.tables))
     kernel = Q.kernels(path, con, sc, sink)
     copies = Q.memcpys(path, con, sc, sink)
     sets = Q.memsets(path, con, sc, sink)
-    waits = Q.syncs(path, con, sc, sink, calls)
+    event = Q.event_waits(path, con, sc)
+    waits = Q.syncs(path, con, sc, sink, calls, event[0])
     cols = sink.done()
     name = cols["name"]
     (a, n) = kernel
@@ -80,9 +85,23 @@ def _gpu_rows(path: str, con: sqlite3.Connection, sc: Schema, names: Strings, ca
     names.remap(name[a : a + n], labels.memset)
     (a, n) = waits
     names.remap(name[a : a + n], labels.sync_name)
+    _sync_devices(cols)
     _in_time_order(cols)
-    return cols
+    return cols, event
 
+
+def _sync_devices(cols: dict[str, np.ndarray]) -> None:
+    """A sync record on the device its process's work ran on: CUPTI's sync records can name
+    device 0 for a process whose kernels all ran on another, which would make a rank of its own
+    out of sync records alone. A process whose work ran on several devices keeps the records'."""
+    sync = cols["kind"] == GPU_SYNC
+    if not sync.any() or sync.all():
+        return
+    work = ~sync
+    for pid in distinct(cols["pid"][sync]):
+        devs = distinct(cols["device"][work & (cols["pid"] == pid)])
+        if len(devs) == 1:
+            cols["device"][sync & (cols["pid"] == pid)] = devs[0]
 
 def _in_time_order(cols: dict[str, np.ndarray]) -> None:
     """The GPU rows in start order, a table's own order kept among equal starts. An export holds
@@ -152,7 +171,7 @@ def _read(path: str, con: sqlite3.Connection) -> list[Trace]:
         rt = {k: np.zeros(0, dt) for k, (dt, _) in Q.RUNTIME_SPEC.items()}
     api = Q.strings(path, con, sc, distinct(rt["name"]))
     names.remap(rt["name"], lambda i: runtime_name(api.get(i, "")))
-    gpu = _gpu_rows(path, con, sc, names, np.sort(rt["correlation"]))
+    gpu, event = _gpu_rows(path, con, sc, names, np.sort(rt["correlation"]))
     # Processes are 24-bit ids (split_global_id): int32 holds them, at half the bytes per call.
     rt_pid = np.asarray(threads.pid, np.int32)[rt["thread"]] if len(rt["thread"]) else np.zeros(0, np.int32)
     _fill_pids(gpu, rt["correlation"], rt_pid)
@@ -171,7 +190,7 @@ def _read(path: str, con: sqlite3.Connection) -> list[Trace]:
         out.append(
             _trace(path, sc, names, threads, gpu, g, rt, r, nvtx, ops, devices, pid, dev,
                    rank=i if many else None, world=len(ranks) if many else None, process=procs.get(pid),
-                   warnings=warnings, shared=not many)
+                   warnings=warnings, shared=not many, event=event)
         )  # fmt: skip
     return out
 
@@ -194,6 +213,23 @@ def _runtime_rows(
     here = np.unique(gpu["correlation"][own & (gpu["device"] == dev)])
     other = np.isin(rt_corr, elsewhere) & ~np.isin(rt_corr, here)
     return np.flatnonzero(mine & ~other)
+
+
+def _event_columns(gpu_cols: dict[str, np.ndarray], event: EventWaits) -> dict[str, np.ndarray]:
+    """The wait_stream and wait_corr columns of the sync records of event waits (none: the
+    model's default, one broadcast value)."""
+    sync_corr, stream, record = event
+    if not len(sync_corr):
+        return {}
+    rows = np.flatnonzero(gpu_cols["kind"] == GPU_SYNC)
+    i = np.minimum(np.searchsorted(sync_corr, gpu_cols["correlation"][rows]), len(sync_corr) - 1)
+    hit = sync_corr[i] == gpu_cols["correlation"][rows]
+    if not hit.any():
+        return {}
+    n = len(gpu_cols["kind"])
+    ws, wc = np.full(n, NONE, np.int64), np.full(n, NONE, np.int64)
+    ws[rows[hit]], wc[rows[hit]] = stream[i[hit]], record[i[hit]]
+    return {"wait_stream": ws, "wait_corr": wc}
 
 
 def _one_value(col: np.ndarray) -> np.ndarray:
@@ -243,7 +279,7 @@ def _trace(
     path: str, sc: Schema, names: Strings, file_threads: _Threads, gpu: dict[str, np.ndarray], g: np.ndarray | None,
     rt: dict[str, np.ndarray], r: np.ndarray | None, nvtx: Ranges | None, ops: np.ndarray,
     devices: dict[tuple[int, int], Device], pid: int, dev: int, *, rank: int | None, world: int | None,
-    process: str | None, warnings: list[str], shared: bool,
+    process: str | None, warnings: list[str], shared: bool, event: EventWaits,
 ) -> Trace:  # fmt: skip
     """One rank's Trace; `g`, `r`: its GPU rows and runtime calls (None: all of them). `shared`:
     the only rank, which takes the file-wide string and thread tables as they are."""
@@ -286,6 +322,7 @@ def _trace(
     used = sorted(int(d) for d in distinct(gpu_cols["device"]).tolist()) if dev != NONE else []
     devs = devices_of(devices, pid, used)
     gpu_cols["blocks_per_sm"] = _blocks_per_sm(gpu_cols["kind"], gpu_cols["grid"], gpu_cols["device"], devs)
+    gpu_cols.update(_event_columns(gpu_cols, event))
     meta = {"nsys_version": sc.product, "export_schema": sc.version, "pid": pid if pid >= 0 else None, "process": process}
     return build_trace(
         path, FORMAT, strings, threads, ops=op_cols, runtime=rt_cols, gpu=gpu_cols,

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from perflint.model import KERNEL, MEMCPY, MEMSET, Device
+from perflint.model import CUPTI_SYNC_NAMES, GPU_SYNC, KERNEL, MEMCPY, MEMSET, NONE, Device
 from perflint.readers.nvprof.apis import driver_name, memcpy_name, memset_name, runtime_name
 from perflint.readers.tables import Strings
 
@@ -89,6 +89,16 @@ def gpu_rows(con: sqlite3.Connection, present: dict[str, set[str]], ids: StringI
         parts.append((r, MEMSET))
         names.append(_named(ids.strings, r[:, 5:6], lambda k: memset_name(k[0])))
         extra.append(_no_launch(len(r)) | {"nbytes": r[:, 6]})
+    wait_stream: list[np.ndarray] = [np.full(len(p), NONE, dtype=np.int64) for p, _ in parts]
+    wait_corr: list[np.ndarray] = [np.full(len(p), NONE, dtype=np.int64) for p, _ in parts]
+    sync = _syncs(con, present)
+    if sync is not None:
+        r, stream_of, record = sync
+        parts.append((r, GPU_SYNC))
+        names.append(_named(ids.strings, r[:, 5:6], lambda k: CUPTI_SYNC_NAMES.get(k[0], "Unknown Sync")))
+        extra.append(_no_launch(len(r)) | {"nbytes": np.zeros(len(r), dtype=np.int64)})
+        wait_stream.append(stream_of)
+        wait_corr.append(record)
     if not parts:
         empty = np.zeros(0, dtype=np.int64)
         return Columns(empty, empty, {})
@@ -103,7 +113,50 @@ def gpu_rows(con: sqlite3.Connection, present: dict[str, set[str]], ids: StringI
     }
     for key in ("grid", "block", "regs", "shmem", "nbytes"):
         cols[key] = np.concatenate([e[key] for e in extra])
+    if sync is not None and (sync[2] != NONE).any():
+        cols["wait_stream"], cols["wait_corr"] = np.concatenate(wait_stream), np.concatenate(wait_corr)
     return Columns(start, end, cols)
+
+
+SYNC_T = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
+EVENT_T = "CUPTI_ACTIVITY_KIND_CUDA_EVENT"
+_SYNC_COLS = ("start", "end", "contextId", "streamId", "correlationId", "type", "cudaEventId")
+
+
+def _syncs(con: sqlite3.Connection, present: dict[str, set[str]]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The synchronization records as rows shaped like the activity rows (start, end, device,
+    stream, correlation, sync type), and per row the stream and correlation id of the event
+    record it waited for: the last cudaEventRecord of its event before it (CUDA_EVENT rows, by
+    event id and correlation order); NONE where it waited for no event or the record is missing."""
+    if SYNC_T not in present or not set(_SYNC_COLS) <= present[SYNC_T]:
+        return None
+    r = _rows(con, f"SELECT {', '.join(_SYNC_COLS)} FROM {SYNC_T}", len(_SYNC_COLS))
+    if not len(r):
+        return None
+    event = r[:, 6].copy()
+    r = r[:, :6].copy()
+    r[:, 2] = _context_device(con, present, r[:, 2])
+    stream_of = np.full(len(r), NONE, dtype=np.int64)
+    record = np.full(len(r), NONE, dtype=np.int64)
+    ev_cols = ("correlationId", "streamId", "eventId")
+    if EVENT_T in present and set(ev_cols) <= present[EVENT_T]:
+        ev = _rows(con, f"SELECT {', '.join(ev_cols)} FROM {EVENT_T}", len(ev_cols))
+        ev = ev[np.lexsort((ev[:, 0], ev[:, 2]))] if len(ev) else ev
+        for i in np.flatnonzero(event >= 0).tolist():
+            mine = ev[ev[:, 2] == event[i]]
+            k = int(np.searchsorted(mine[:, 0], r[i, 4], side="left")) - 1
+            if k >= 0:
+                stream_of[i], record[i] = int(mine[k, 1]), int(mine[k, 0])
+    return r, stream_of, record
+
+
+def _context_device(con: sqlite3.Connection, present: dict[str, set[str]], ctx: np.ndarray) -> np.ndarray:
+    """The device of each context id, as the kernels record them (0 where none does)."""
+    pairs: dict[int, int] = {}
+    for table in KERNEL_TABLES:
+        if table in present and {"contextId", "deviceId"} <= present[table]:
+            pairs.update((int(c), int(d)) for c, d in con.execute(f"SELECT DISTINCT contextId, deviceId FROM {table}"))
+    return np.asarray([pairs.get(int(c), 0) for c in ctx.tolist()], dtype=np.int64)
 
 
 def _no_launch(n: int) -> dict[str, np.ndarray]:
