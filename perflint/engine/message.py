@@ -48,6 +48,12 @@ def short_kernel(name: str) -> str:
 
 
 class _Fmt(string.Formatter):
+    """Values at most MAX_VALUE_CHARS long where `cut` (a message), whole in a fix."""
+
+    def __init__(self, cut: bool = True) -> None:
+        super().__init__()
+        self.cut = cut
+
     def format_field(self, value: Any, format_spec: str) -> str:
         if is_missing(value):
             raise _Missing
@@ -59,7 +65,7 @@ class _Fmt(string.Formatter):
             text: str = super().format_field(value, format_spec)
         except (ValueError, TypeError):
             text = str(value)
-        return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
+        return text if not self.cut or len(text) <= MAX_VALUE_CHARS else cut_words(text, MAX_VALUE_CHARS)
 
     def get_value(self, key: Any, args: Any, kwargs: Mapping[str, Any]) -> Any:
         return kwargs.get(key) if isinstance(key, str) else super().get_value(key, args, kwargs)
@@ -87,53 +93,55 @@ def _special(value: Any, spec: str) -> str:
 
 
 _FMT = _Fmt()
+_WHOLE = _Fmt(cut=False)
 
 
-def _render_into(out: list[str], text: str, env: Mapping[str, Any]) -> None:
+def _render_into(out: list[str], text: str, env: Mapping[str, Any], fmt: _Fmt = _FMT) -> None:
     """Render template text (no optional clauses) onto `out`; a missing value drops itself and
     the words that lead to it."""
-    for literal, field, spec, conv in _FMT.parse(text):
+    for literal, field, spec, conv in fmt.parse(text):
         out.append(literal)
         if field is None:
             continue
         try:
-            out.append(_field(field, spec, conv, env))
+            out.append(_field(field, spec, conv, env, fmt))
         except _Missing:
             prev = "".join(out)
             out[:] = [_LEADS.sub("", prev, count=1)]
 
 
-def _field(field: str, spec: str | None, conv: str | None, env: Mapping[str, Any]) -> str:
-    obj, _ = _FMT.get_field(field, (), env)
-    obj = _FMT.convert_field(obj, conv) if conv else obj
-    return _FMT.format_field(obj, spec or "")
+def _field(field: str, spec: str | None, conv: str | None, env: Mapping[str, Any], fmt: _Fmt = _FMT) -> str:
+    obj, _ = fmt.get_field(field, (), env)
+    obj = fmt.convert_field(obj, conv) if conv else obj
+    return fmt.format_field(obj, spec or "")
 
 
-def _render_strict(text: str, env: Mapping[str, Any]) -> str:
+def _render_strict(text: str, env: Mapping[str, Any], fmt: _Fmt = _FMT) -> str:
     """An optional clause: any missing value drops the whole clause (raises _Missing)."""
     out: list[str] = []
-    for literal, field, spec, conv in _FMT.parse(text):
+    for literal, field, spec, conv in fmt.parse(text):
         out.append(literal)
         if field is not None:
-            out.append(_field(field, spec, conv, env))
+            out.append(_field(field, spec, conv, env, fmt))
     return "".join(out)
 
 
 def render(template: str, env: Mapping[str, Any], limit: int | None = MAX_CHARS) -> str:
     """The message for one finding: optional clauses resolved, units by magnitude, at most `limit`
-    characters (None: a fix, written by the rule's author, is never cut).
+    characters (None: a fix, written by the rule's author, is never cut, nor are its values).
     The template is parsed once; rendered values are never read as template text."""
     out: list[str] = []
     pos = 0
+    fmt = _FMT if limit is not None else _WHOLE
     try:
         for m in _OPT.finditer(template):
-            _render_into(out, template[pos : m.start()], env)
+            _render_into(out, template[pos : m.start()], env, fmt)
             try:
-                out.append(_render_strict(m.group(1), env))
+                out.append(_render_strict(m.group(1), env, fmt))
             except _Missing:
                 pass
             pos = m.end()
-        _render_into(out, template[pos:], env)
+        _render_into(out, template[pos:], env, fmt)
         msg = "".join(out)
     except (ValueError, IndexError) as exc:
         msg = f"{template} [template error: {exc}]"
@@ -142,7 +150,17 @@ def render(template: str, env: Mapping[str, Any], limit: int | None = MAX_CHARS)
     msg = re.sub(r"(?<![\w\])])\(\)", "", msg)
     msg = re.sub(r"\s+", " ", msg).strip()
     msg = re.sub(r"\s+([,;)]|\.(?!\w))", r"\1", msg).replace("( ", "(")
-    return msg if limit is None or len(msg) <= limit else msg[: limit - 1].rstrip() + "…"
+    return msg if limit is None or len(msg) <= limit else cut_words(msg, limit)
+
+
+def cut_words(text: str, limit: int) -> str:
+    """`text` in at most `limit` characters, cut between words where one ends in its last 30
+    (" …" marks the cut: no word or code is left half)."""
+    head = text[: limit - 2]
+    space = head.rfind(" ")
+    if space >= limit - 32:
+        head = head[:space]
+    return head.rstrip(" ,;:") + " …"
 
 
 def placeholders(template: str) -> set[str]:

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from perflint.cli import main
-from perflint.engine.message import MAX_CHARS, fmt_duration, fmt_size, placeholders, render
+from perflint.engine.message import MAX_CHARS, MAX_VALUE_CHARS, fmt_duration, fmt_size, placeholders, render
 from tests.builder import TraceBuilder
 
 # --- rendering ----------------------------------------------------------------------------
@@ -219,3 +219,20 @@ def test_code_in_a_fix_keeps_its_dots_and_parentheses_and_a_fix_is_never_cut() -
     assert len(out) > MAX_CHARS and not out.endswith("…")
     # An optional clause that came out empty still leaves no "()" or " ," behind.
     assert render("took {a} ({b}) , then", {"a": 2}) == "took 2, then"
+
+
+def test_a_fix_keeps_its_values_whole_where_a_message_cuts_them() -> None:
+    """A fix's values are advice (a hint computed per device, a list of ops): cut, they would
+    leave broken code in it; a message still cuts a long value."""
+    hint = "enable TF32 for matmuls (torch.set_float32_matmul_precision('high') or torch.backends.cuda.matmul.allow_tf32 = True) or run in bf16"
+    assert len(hint) > MAX_VALUE_CHARS
+    assert render("{hint}. Then profile again.", {"hint": hint}, limit=None) == f"{hint}. Then profile again."
+    assert "…" in render("{hint}.", {"hint": hint})
+
+
+def test_a_cut_falls_between_words() -> None:
+    value = "aten::addmm on sm80_xmma_gemm_f32f32 " * 10
+    out = render("ran {v} there", {"v": value})
+    cut = out[len("ran ") : out.index(" there")]
+    assert cut.endswith(" …") and len(cut) <= MAX_VALUE_CHARS
+    assert value.startswith(cut[:-2]) and value[len(cut) - 2] == " "  # the last word kept is whole
