@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from perflint.facts import capability
@@ -37,16 +39,25 @@ def _sm_count(t: Trace) -> str | None:
     return None if d is not None and d.sm_count else "the trace's device properties give no SM count"
 
 
+_SLICE = 1 << 18  # GPU rows looked at at once: a capability never copies a whole column
+
+
+def _any_kernel(t: Trace, test: Callable[[slice], np.ndarray]) -> bool:
+    """Whether `test` (a bool per row of a slice of the GPU table) holds for some kernel."""
+    g = t.gpu
+    return any(bool((test(sl) & (g.kind[sl] == KERNEL)).any()) for sl in (slice(i, i + _SLICE) for i in range(0, len(g), _SLICE)))
+
+
 @capability("launch_args", "kernel events carry grid/block launch arguments")
 def _launch_args(t: Trace) -> str | None:
-    k = t.gpu.kind == KERNEL
-    return None if (t.gpu.block[k].sum(axis=1) > 0).any() else "kernel events carry no grid/block launch arguments"
+    if _any_kernel(t, lambda sl: t.gpu.block[sl].sum(axis=1) > 0):
+        return None
+    return "kernel events carry no grid/block launch arguments"
 
 
 @capability("occupancy_args", "kernel events carry an occupancy estimate or blocks per SM")
 def _occupancy(t: Trace) -> str | None:
-    k = t.gpu.kind == KERNEL
-    if (~np.isnan(t.gpu.occupancy[k])).any() or (~np.isnan(t.gpu.blocks_per_sm[k])).any():
+    if _any_kernel(t, lambda sl: ~np.isnan(t.gpu.occupancy[sl]) | ~np.isnan(t.gpu.blocks_per_sm[sl])):
         return None
     return "kernel events carry no occupancy / blocks-per-SM arguments"
 

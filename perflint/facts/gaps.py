@@ -21,7 +21,7 @@ from perflint.graph.build import is_step_marker, ops_by_thread_ts
 from perflint.ids import distinct
 from perflint.model import NONE, OP_CPU, Trace
 from perflint.stepmodel import device_work
-from perflint.stepmodel.graph import trace_facts
+from perflint.stepmodel.graph import thread_index
 from perflint.stepmodel.usage import GAP_FLOOR_US, window_gaps
 
 FIELDS = {
@@ -221,7 +221,7 @@ def gpu_gaps(ctx: Context) -> list[Row]:
         ops_at[i] = c
     # Group by the op's stack of names: the same op in every step is one finding.
     groups: dict[tuple[str, ...], dict[str, Any]] = {}
-    canon = trace_facts(t).canon
+    canon = thread_index(t)
     lanes = [int(canon[th]) if th != NONE else NONE for th in thread.tolist()]
     for op, a, b, step, lane in zip(ops_at, a_all.tolist(), b_all.tolist(), steps, lanes):
         stack = stack_names(ctx, int(sk[op])) if op != NONE else ()

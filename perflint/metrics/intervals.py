@@ -309,3 +309,47 @@ def covered_before(ms: np.ndarray, me: np.ndarray, t: np.ndarray) -> np.ndarray:
     kk = np.maximum(k, 0)
     partial = np.clip(t - ms[kk], 0.0, lengths[kk])
     return np.where(k >= 0, before[kk] + partial, 0.0)
+
+
+def overlap_length(sets: list[tuple[np.ndarray, np.ndarray]], b: tuple[np.ndarray, np.ndarray], lo: float, hi: float) -> float:
+    """Length of the merged (sorted, disjoint) spans `b` inside [lo, hi] that the union of the
+    merged span sets `sets` covers: a slice of `b` at a time, against only the spans of each set
+    that the slice reaches, merged there (no union of the sets is made)."""
+    bs, be = b
+    out = 0.0
+    if hi <= lo or not len(bs):
+        return out
+    for i in range(0, len(bs), _CHUNK):
+        s, e = np.clip(bs[i : i + _CHUNK], lo, hi), np.clip(be[i : i + _CHUNK], lo, hi)
+        near_s, near_e = [], []
+        for as_, ae in sets:
+            j0 = max(0, int(np.searchsorted(ae, s[0], side="right")) - 1)
+            j1 = int(np.searchsorted(as_, e[-1], side="right"))
+            if j1 > j0:
+                near_s.append(as_[j0:j1])
+                near_e.append(ae[j0:j1])
+        if not near_s:
+            continue
+        ms, me = (near_s[0], near_e[0]) if len(near_s) == 1 else merge(np.concatenate(near_s), np.concatenate(near_e))
+        cov = covered_before(ms, me, np.concatenate((s, e)))
+        out += float((cov[len(s) :] - cov[: len(s)]).sum())
+    return out
+
+
+def window_lengths(ms: np.ndarray, me: np.ndarray, windows: list[tuple[float, float]]) -> list[float]:
+    """Per (lo, hi) window, the length of the merged (sorted, disjoint) spans inside it: only the
+    spans that reach into each window are read, a slice at a time (many windows over many spans
+    cost one pass, with no span-sized scratch)."""
+    out = []
+    for lo, hi in windows:
+        total = 0.0
+        if hi > lo and len(ms):
+            i0 = int(np.searchsorted(me, lo, side="right"))
+            i1 = max(int(np.searchsorted(ms, hi, side="left")), i0)
+            for a in range(i0, i1, _CHUNK):
+                b = min(a + _CHUNK, i1)
+                d = np.minimum(me[a:b], hi)
+                d -= np.maximum(ms[a:b], lo)
+                total += float(np.clip(d, 0, None, out=d).sum())
+        out.append(total)
+    return out

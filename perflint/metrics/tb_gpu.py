@@ -12,6 +12,7 @@ step's device work) dropped; W = first step start .. last step end. Without step
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +20,7 @@ import numpy as np
 
 from perflint.ids import distinct
 from perflint.memo import once
-from perflint.metrics.intervals import covered_before, merge, reduce_at
+from perflint.metrics.intervals import covered_before, merge, merge_spans, reduce_at, window_lengths
 from perflint.model import KERNEL, MEMCPY, MEMSET, NONE, OP_CPU, Trace
 
 TAIL_RATIO = 0.8  # plugin: a last step with < 80 % of the previous step's device work is dropped
@@ -115,37 +116,119 @@ def kernel_device(trace: Trace) -> int | None:
     return int(devs[int(np.argmax(counts))])
 
 
+_SLICE = 1 << 18  # step-function points worked through at once (bounds the temporaries)
+
 @dataclass(frozen=True)
 class _DeviceKernels:
+    """A device's kernels: their starts and ends, and the rows they are of the GPU table (None:
+    every row), whose blocks/SM and occupancy are read a slice at a time."""
+
     ts: np.ndarray
     end: np.ndarray
-    blocks_per_sm: np.ndarray
-    occupancy: np.ndarray
+    rows: np.ndarray | None
+    bps_col: np.ndarray
+    occ_col: np.ndarray
+
+    def blocks_per_sm(self, at: np.ndarray | slice) -> np.ndarray:
+        return self.bps_col[at if self.rows is None else self.rows[at]]
+
+    def occupancy(self, at: np.ndarray | slice) -> np.ndarray:
+        return self.occ_col[at if self.rows is None else self.rows[at]]
 
 
 def _device_kernels(trace: Trace, device: int) -> _DeviceKernels:
     g = trace.gpu
     m = (g.kind == KERNEL) & (g.device == device)
-    return _DeviceKernels(g.ts[m], (g.ts + g.dur)[m], g.blocks_per_sm[m], g.occupancy[m])
+    if m.all():
+        return _DeviceKernels(g.ts, g.ts + g.dur, None, g.blocks_per_sm, g.occupancy)
+    rows = np.flatnonzero(m)
+    return _DeviceKernels(g.ts[rows], g.ts[rows] + g.dur[rows], rows.astype(np.int32) if len(rows) < 2**31 else rows, g.blocks_per_sm, g.occupancy)
+
+
+def _sm_chunks(k: _DeviceKernels) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The kernel start/end points in time order with the running sum of blocks/SM in flight
+    from each (only kernels with blocks/SM > 0), a slice at a time. The order is the stable sort
+    of the starts then the ends (a start before an end at the same time): each slice takes the
+    next starts and the ends before the start after them, so only sorted starts and sorted ends
+    are needed (exports hold kernels in start order, and on one stream their ends too: then
+    nothing is sorted or copied). The running sum carries from slice to slice in sequence, as
+    the plugin adds (the same float residue)."""
+    n = len(k.ts)
+    has = np.empty(n, dtype=bool)
+    for i in range(0, n, _SLICE):
+        has[i : i + _SLICE] = k.blocks_per_sm(slice(i, i + _SLICE)) > 0  # nan compares False
+    sel = None if bool(has.all()) else np.flatnonzero(has)
+    del has
+    starts, ends = (k.ts, k.end) if sel is None else (k.ts[sel], k.end[sel])
+    s_order = None if _sorted(starts) else np.argsort(starts, kind="stable")
+    e_order = None if _sorted(ends) else np.argsort(ends, kind="stable")
+    S = starts if s_order is None else starts[s_order]
+    E = ends if e_order is None else ends[e_order]
+    del starts, ends
+
+    def v(order: np.ndarray | None, a: int, b: int) -> np.ndarray:
+        at: np.ndarray | slice = slice(a, b) if order is None else order[a:b]
+        if sel is not None:
+            at = sel[at]
+        return k.blocks_per_sm(at)
+
+    m, j, carry = len(S), 0, 0.0
+    for i in range(0, m, _SLICE):
+        i2 = min(i + _SLICE, m)
+        j2 = m if i2 == m else int(np.searchsorted(E, S[i2], side="left"))
+        tt = np.concatenate((S[i:i2], E[j:j2]))
+        order = np.argsort(tt, kind="stable")
+        run = np.concatenate(([carry], np.concatenate((v(s_order, i, i2), -v(e_order, j, j2)))[order]))
+        np.cumsum(run, out=run)
+        carry = float(run[-1])
+        yield tt[order], run[1:]
+        j = j2
+
+
+def _sm_points(k: _DeviceKernels) -> tuple[np.ndarray, np.ndarray]:
+    """All of `_sm_chunks` at once."""
+    parts = list(_sm_chunks(k))
+    if not parts:
+        return np.zeros(0), np.zeros(0)
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+def _sorted(x: np.ndarray) -> bool:
+    """Whether x is in non-decreasing order, a slice at a time."""
+    for i in range(0, max(len(x) - 1, 0), _SLICE):
+        a = x[i : i + _SLICE + 1]
+        if not bool((a[1:] >= a[:-1]).all()):
+            return False
+    return True
 
 
 def sm_segments(k: _DeviceKernels) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The plugin's SM-efficiency step function: between consecutive kernel start/end points, the
     sum of blocks/SM of the kernels in flight, capped at 1 (only kernels with blocks/SM > 0)."""
-    has = k.blocks_per_sm > 0  # nan compares False
-    if not has.any():
+    t, running = _sm_points(k)
+    if not len(t):
         return np.zeros(0), np.zeros(0), np.zeros(0)
-    v = k.blocks_per_sm[has]
-    t = np.concatenate((k.ts[has], k.end[has]))
-    val = np.concatenate((v, -v))
-    # np.lexsort((typ, t)) with typ 0 for starts, 1 for ends: starts come first in `t`, so a stable
-    # sort by time alone puts them before ends at equal times (NaNs too); the two nearly sorted
-    # halves merge in one timsort pass.
-    order = np.argsort(t, kind="stable")
-    t, val = t[order], val[order]
-    running = np.cumsum(val)  # sequential, like the plugin's running sum (same float residue)
     seg = (t[1:] > t[:-1]) & (running[:-1] > 0)
     return t[:-1][seg], t[1:][seg], np.minimum(running[:-1][seg], 1.0)
+
+
+def _sm_in_windows(k: _DeviceKernels, windows: list[tuple[float, float]]) -> tuple[float, bool]:
+    """The SM-efficiency step function's integral over the windows, and whether any of it lies
+    inside them: the segments' sum without making them, a slice of points at a time."""
+    sm, any_in = 0.0, False
+    prev_t, prev_run = np.zeros(0), np.zeros(0)
+    for tt, run in _sm_chunks(k):
+        # This slice's pairs of consecutive points, the one across from the slice before included.
+        t2, r2 = np.concatenate((prev_t, tt)), np.concatenate((prev_run, run))
+        ts, te, r = t2[:-1], t2[1:], r2[:-1]
+        live = (te > ts) & (r > 0)
+        for lo, hi in windows:
+            cs, ce = np.maximum(ts, lo), np.minimum(te, hi)
+            in_w = live & (ce > cs)
+            any_in = any_in or bool(in_w.any())
+            sm += float((np.minimum(r[in_w], 1.0) * (ce[in_w] - cs[in_w])).sum())
+        prev_t, prev_run = tt[-1:], run[-1:]
+    return sm, any_in
 
 
 def gpu_metrics(trace: Trace, device: int | None = None, windows: list[tuple[float, float]] | None = None) -> dict[str, float | None]:
@@ -161,35 +244,33 @@ def gpu_metrics(trace: Trace, device: int | None = None, windows: list[tuple[flo
     total = float(sum(hi - lo for lo, hi in windows))
     if dev is None or total <= 0:
         return out
+    g = trace.gpu
+    ms, me = merge_spans(g.ts, g.dur, (g.kind == KERNEL) & (g.device == dev))
+    out["utilization"] = sum(window_lengths(ms, me, windows)) / total
+    del ms, me  # column-sized: gone before the kernels' columns are taken
     k = _device_kernels(trace, dev)
-    ms, me = merge(k.ts, k.end)
-    edges = covered_before(ms, me, np.array([x for w in windows for x in w]))
-    out["utilization"] = float((edges[1::2] - edges[0::2]).sum()) / total
-    s, e, v = sm_segments(k)
-    occ_ok = k.occupancy >= 0  # nan compares False; 0 is kept
-    sm = 0.0
-    any_in = False
-    weight = np.zeros(len(k.ts))
-    by_start = np.argsort(k.ts, kind="stable")
-    starts = k.ts[by_start]
-    latest_end = np.maximum.accumulate(k.end[by_start]) if len(by_start) else k.end
+    sm, any_in = _sm_in_windows(k, windows)
+    # Occupancy weighted by each kernel's time inside the windows, a slice of kernels at a time
+    # (kernels in start order: only those that reach into a window are read).
+    by_start = None if _sorted(k.ts) else np.argsort(k.ts, kind="stable")
+    starts = k.ts if by_start is None else k.ts[by_start]
+    ends = k.end if by_start is None else k.end[by_start]
+    latest_end = ends if _sorted(ends) else np.maximum.accumulate(ends)
+    num = den = 0.0
     for lo, hi in windows:
-        # Only the segments (consecutive, so sorted by start and end) and the kernels that reach
-        # into the window.
-        a, b = int(np.searchsorted(e, lo, side="right")), int(np.searchsorted(s, hi, side="left"))
-        cs, ce = np.maximum(s[a:b], lo), np.minimum(e[a:b], hi)
-        in_w = ce > cs
-        any_in = any_in or bool(in_w.any())
-        sm += float((v[a:b][in_w] * (ce[in_w] - cs[in_w])).sum())
         ka = int(np.searchsorted(latest_end, lo, side="right"))
         kb = int(np.searchsorted(starts, hi, side="left"))
-        rows = by_start[ka:kb]
-        weight[rows] += np.clip(np.minimum(k.end[rows], hi) - np.maximum(k.ts[rows], lo), 0.0, None)
+        for i in range(ka, kb, _SLICE):
+            j = min(i + _SLICE, kb)
+            w = np.clip(np.minimum(ends[i:j], hi) - np.maximum(starts[i:j], lo), 0.0, None)
+            occ = k.occupancy(slice(i, j) if by_start is None else by_start[i:j])
+            use = (occ >= 0) & (w > 0)  # nan compares False; 0 is kept
+            num += float((occ[use] * w[use]).sum())
+            den += float(w[use].sum())
     if any_in:
         out["sm_efficiency"] = sm / total
-    use = occ_ok & (weight > 0)
-    if use.any():
-        out["achieved_occupancy"] = float((k.occupancy[use] * weight[use]).sum() / weight[use].sum())
+    if den > 0:
+        out["achieved_occupancy"] = num / den
     return out
 
 

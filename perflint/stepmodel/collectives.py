@@ -34,7 +34,7 @@ def collective_rows(m: StepModel) -> dict[str, Any]:
     empty: dict[str, Any] = {"names": [], "name": [], "step": [], "ordinal": [], "start": [], "end": [], "median": [], "on_path": []}
     if not len(rows) or not m.steps:
         return empty
-    where = step_at(t, w, launch_ts(t)[rows])
+    where = step_at(t, w, launch_ts(t)[rows] if w.has_steps else g.ts[rows])
     rows, where = rows[where != NONE], where[where != NONE]
     if not len(rows):
         return empty

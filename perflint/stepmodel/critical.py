@@ -17,7 +17,7 @@ import numpy as np
 from perflint.graph.names import dataloader_ops
 from perflint.ids import distinct
 from perflint.metrics.apis import is_launch
-from perflint.metrics.intervals import clip_length, covered_before, merge
+from perflint.metrics.intervals import covered_before, merge, merged_length, merged_pieces, overlap_length, window_lengths
 from perflint.metrics.kernels import CATEGORIES, classify
 from perflint.model import NONE, Trace
 from perflint.stepmodel.graph import (
@@ -79,6 +79,7 @@ _GPU_CAT = np.array([_CAT[c if c in ("memcpy", "memset", "communication") else f
 FIXED_NAMES = ("launch latency", "gap between kernels", "cross-stream wait", "DataLoader", "CPU between calls", "wait")
 _LATENCY, _GAP, _XWAIT, _LOADER, _CPU, _WAIT = (-1 - i for i in range(len(FIXED_NAMES)))
 LANE_THREAD, LANE_STREAM, LANE_STEP = 0, 1, 2
+_SLICE = 1 << 18  # GPU rows looked at at once
 
 
 @dataclass(frozen=True)
@@ -294,26 +295,41 @@ def runs(t: Trace, p: Pieces, limit: int | None = MAX_RUNS) -> tuple[list[Run], 
 def recorded_attribution(t: Trace, lo: float, hi: float) -> dict[str, float]:
     """Where a step cannot be replayed: its window shared out by what the trace recorded, each
     instant to one category: GPU work first (by category, most time first), then data loading,
-    then the rest ("other")."""
+    then the rest ("other"). A category's time is what it adds to the union of those before it,
+    each union's length streamed from the rows (no spans are kept), a slice of rows at a time:
+    a whole trace in one window holds nothing column-sized beside a few masks."""
     g = t.gpu
     kc = classify(t).category
-    rows = np.flatnonzero((g.ts < hi) & (g.ts + g.dur > lo) & (kc >= 0))
-    cat = _GPU_CAT[kc[rows]].astype(np.int64)
-    total = np.bincount(cat, weights=g.dur[rows], minlength=len(BOUND))
-    taken = (np.zeros(0), np.zeros(0))
+    inside = np.zeros(len(g), dtype=bool)
+    cat = np.full(len(g), -1, dtype=np.int16)
+    total = np.zeros(len(BOUND))
+    for a in range(0, len(g), _SLICE):
+        sl = slice(a, a + _SLICE)
+        m = (g.ts[sl] < hi) & (g.ts[sl] + g.dur[sl] > lo) & (kc[sl] >= 0)
+        inside[sl] = m
+        cat[sl][m] = _GPU_CAT[kc[sl][m]]
+        total += np.bincount(cat[sl][m].astype(np.int64), weights=g.dur[sl][m], minlength=len(BOUND))
     got: dict[str, float] = {}
-    pieces = [(BOUND[c], rows[cat == c]) for c in np.argsort(-total, kind="stable").tolist() if total[c] > 0]
+    upto = np.zeros(len(g), dtype=bool)  # the categories so far
+    before = 0.0
+    for c in np.argsort(-total, kind="stable").tolist():
+        if total[c] <= 0:
+            continue
+        upto |= inside & (cat == c)
+        length = merged_length(g.ts, g.dur, upto, (lo, hi))[2]
+        if length > before:
+            got[BOUND[c]] = length - before
+        before = max(before, length)
+    del cat, inside
     dl = dataloader_ops(t)
     if len(dl):
-        pieces.append(("data_loading", np.asarray(dl)))
-    for name, idx in pieces:
-        src = t.ops if name == "data_loading" else g
-        s, e = merge(np.clip(src.ts[idx], lo, hi), np.clip(src.ts[idx] + src.dur[idx], lo, hi))
-        before = clip_length(*taken, lo, hi)
-        taken = merge(np.concatenate([taken[0], s]), np.concatenate([taken[1], e]))
-        add = clip_length(*taken, lo, hi) - before
+        idx = np.asarray(dl)
+        loader = merge(np.clip(t.ops.ts[idx], lo, hi), np.clip(t.ops.ts[idx] + t.ops.dur[idx], lo, hi))
+        (add,) = window_lengths(*loader, [(lo, hi)])
+        # Less the GPU work under it, a merged piece of the GPU's union at a time.
+        add -= sum(overlap_length([loader], piece, lo, hi) for piece in merged_pieces(g.ts, g.dur, upto)) if upto.any() else 0.0
         if add > 0:
-            got[name] = got.get(name, 0.0) + add
+            got["data_loading"] = add
     rest = (hi - lo) - sum(got.values())
     if rest > 0:
         got["other"] = rest

@@ -73,6 +73,14 @@ class TraceFacts:
 
 
 @once
+def thread_index(t: Trace) -> np.ndarray:
+    """Per entry of Trace.threads, the one index of its (pid, tid): a reader may give ops and
+    runtime calls of one thread two entries. The graphs number CPU threads so."""
+    first: dict[tuple[str, str], int] = {}
+    return np.asarray([first.setdefault(th, i) for i, th in enumerate(t.threads)] or [0], dtype=np.int32)
+
+
+@once
 def trace_facts(t: Trace) -> TraceFacts:
     rt, g = t.runtime, t.gpu
     # Per distinct API name: its class.
@@ -106,9 +114,7 @@ def trace_facts(t: Trace) -> TraceFacts:
     if len(work) > 1:
         same = g.stream[work[1:]] == g.stream[work[:-1]]
         prev[work[1:][same]] = work[:-1][same]
-    # One index per (pid, tid): a reader may give ops and runtime calls of one thread two entries.
-    first: dict[tuple[str, str], int] = {}
-    canon = np.asarray([first.setdefault(th, i) for i, th in enumerate(t.threads)] or [0], dtype=np.int32)
+    canon = thread_index(t)
     src, dst = _event_waits(t, lts, work)
     return TraceFacts(
         call_class, sync_stream, _latencies(t, prev), _stream_gap(t, prev, lts), lts, canon, canon[rt.thread], canon[t.ops.thread], work, prev,
@@ -374,25 +380,47 @@ def node_threads(t: Trace, g: StepGraph) -> np.ndarray:
 
 def op_spans(t: Trace, ops: np.ndarray) -> tuple[tuple[int, float, float], ...]:
     """(thread, start, end) of these ops, threads as the step graphs number them."""
-    th = trace_facts(t).op_thread[ops].tolist()
+    th = thread_index(t)[t.ops.thread[ops]].tolist()
     return tuple(zip(th, t.ops.ts[ops].tolist(), (t.ops.ts[ops] + t.ops.dur[ops]).tolist()))
 
 
 def calls_inside(t: Trace, ops: np.ndarray) -> np.ndarray:
-    """The runtime calls that started inside these ops' spans on their threads."""
-    tf = trace_facts(t)
+    """The runtime calls that started inside these ops' spans on their threads (the trace's
+    thread entries read as the graphs number threads)."""
     rt = t.runtime
     if not len(ops) or not len(rt):
         return np.zeros(0, dtype=np.int64)
+    canon = thread_index(t)
+    op_thread = canon[t.ops.thread[ops]]
     out = []
-    for th in distinct(tf.op_thread[ops]):
-        mine = np.flatnonzero(tf.thread == th)
+    if _in_time_order(t):
+        # Calls in time order: each op's calls are a range of rows, kept where on its thread.
+        a = np.searchsorted(rt.ts, t.ops.ts[ops], side="left")
+        b = np.searchsorted(rt.ts, t.ops.ts[ops] + t.ops.dur[ops], side="right")
+        for i, j, th in zip(a.tolist(), b.tolist(), op_thread.tolist()):
+            if j > i:
+                rows = np.arange(i, j, dtype=np.int64)
+                out.append(rows[canon[rt.thread[i:j]] == th])
+        return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+    for th in distinct(op_thread):
+        mine = np.flatnonzero(np.isin(rt.thread, np.flatnonzero(canon == th)))
         if not len(mine):
             continue
         mine = mine[np.argsort(rt.ts[mine], kind="stable")]
         ts = rt.ts[mine]
-        o = ops[tf.op_thread[ops] == th]
+        o = ops[op_thread == th]
         a = np.searchsorted(ts, t.ops.ts[o], side="left")
         b = np.searchsorted(ts, t.ops.ts[o] + t.ops.dur[o], side="right")
         out += [mine[i:j] for i, j in zip(a.tolist(), b.tolist()) if j > i]
     return np.concatenate(out).astype(np.int64) if out else np.zeros(0, dtype=np.int64)
+
+
+@once
+def _in_time_order(t: Trace) -> bool:
+    """Whether the runtime calls are stored in start order (a slice at a time)."""
+    ts = t.runtime.ts
+    for i in range(0, max(len(ts) - 1, 0), 1 << 18):
+        a = ts[i : i + (1 << 18) + 1]
+        if not bool((a[1:] >= a[:-1]).all()):
+            return False
+    return True

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from perflint.ids import compress_in_place
-from perflint.metrics.intervals import covered_before, merge_spans
+from perflint.metrics.intervals import merge_spans, window_lengths
 from perflint.metrics.kernels import CATEGORIES, SYNC_CATEGORY, classify
 from perflint.metrics.steps import launch_ts
 from perflint.model import KERNEL, MEMCPY, MEMSET, Trace
@@ -123,28 +123,37 @@ def gap_lengths(ms: np.ndarray, me: np.ndarray, lo: float, hi: float) -> np.ndar
     return compress_in_place(gap, lambda part: part > 0)
 
 
-def step_usage(t: Trace, w: Window, spans: DeviceSpans) -> list[StepUsage]:
+def _per_step(t: Trace, w: Window) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per analysed step: kernels launched, their time, and GPU time per category (n x
+    len(CATEGORIES)), a slice of GPU rows at a time (no column-sized temporaries)."""
     g = t.gpu
-    owner = step_at(t, w, launch_ts(t))
-    mine = device_work(t) & (owner >= 0)
-    rows = np.flatnonzero(mine)
-    owner = owner[rows]
-    n = len(w.steps)
-    kern = g.kind[rows] == KERNEL
-    counts = np.bincount(owner[kern], minlength=n)
-    ktime = np.bincount(owner[kern], weights=g.dur[rows][kern], minlength=n)
-    cats = classify(t).category[rows]
-    work = cats != SYNC_CATEGORY
-    nc = len(CATEGORIES)
-    flat = owner[work].astype(np.int64) * nc + cats[work]
-    per_cat = np.bincount(flat, weights=g.dur[rows][work], minlength=n * nc).reshape(n, nc)
-    # Covered length of each merged span set in each window, from cumulative lengths: two binary
-    # searches per window, not a pass over the spans.
-    edges = np.asarray([x for st in w.steps for x in (st.lo, st.hi)], dtype=np.float64)
+    n, nc = len(w.steps), len(CATEGORIES)
+    counts = np.zeros(n, dtype=np.int64)
+    ktime = np.zeros(n)
+    per_cat = np.zeros(n * nc)
+    # Without step markers every row is the whole trace's: no launch times needed.
+    lts = launch_ts(t) if w.has_steps else g.ts
+    dev, category = device_work(t), classify(t).category
+    for i in range(0, len(g), _SLICE):
+        sl = slice(i, i + _SLICE)
+        owner = step_at(t, w, lts[sl])
+        rows = np.flatnonzero(dev[sl] & (owner >= 0))
+        owner, dur, cats = owner[rows], g.dur[sl][rows], category[sl][rows]
+        kern = g.kind[sl][rows] == KERNEL
+        counts += np.bincount(owner[kern], minlength=n)
+        # add.at adds in row order, slice after slice: the floats of one bincount over all rows.
+        np.add.at(ktime, owner[kern], dur[kern])
+        work = cats != SYNC_CATEGORY
+        np.add.at(per_cat, owner[work].astype(np.int64) * nc + cats[work], dur[work])
+    return counts, ktime, per_cat.reshape(n, nc)
+
+
+def step_usage(t: Trace, w: Window, spans: DeviceSpans) -> list[StepUsage]:
+    counts, ktime, per_cat = _per_step(t, w)
+    windows = [(st.lo, st.hi) for st in w.steps]
 
     def inside(sp: Spans) -> list[float]:
-        c = covered_before(sp[0], sp[1], edges)
-        return [max(0.0, float(v)) for v in (c[1::2] - c[0::2]).tolist()]
+        return window_lengths(sp[0], sp[1], windows)
 
     busy, compute, memcpy, memset = (inside(x) for x in _kind_spans(t))
     active = inside(spans.work)

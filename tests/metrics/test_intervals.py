@@ -11,7 +11,7 @@ import pytest
 import perflint.metrics.intervals as intervals
 from perflint.facts.gaps import _gaps_by_run
 from perflint.facts.memcpy import _kernel_spans_meeting, _overlap
-from perflint.metrics.intervals import clip_length, merge, merge_spans, merged_pieces
+from perflint.metrics.intervals import clip_length, merge, merge_spans, merged_pieces, window_lengths
 from perflint.stepmodel.usage import window_gaps
 
 
@@ -209,3 +209,38 @@ def test_extent_is_the_rows_first_start_and_last_end(monkeypatch: pytest.MonkeyP
         assert got is not None and np.isnan(got[0]) and np.isnan(got[1])
         assert intervals.extent(nan_ts, dur, skip_nan=True) == (float(np.nanmin(nan_ts)), float(np.nanmax(nan_ts + dur)))
         assert intervals.extent(ts, dur, np.zeros(97, dtype=bool)) is None
+
+
+@pytest.mark.parametrize("chunk", [3, 1 << 16])
+def test_overlap_length_of_span_sets(chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The part of a merged span set inside a window that the union of other (overlapping) span
+    sets covers, a slice at a time, equals the union arithmetic |u| + |b| - |u or b| on random
+    sets, u the sets' union."""
+    from perflint.metrics import intervals
+
+    monkeypatch.setattr(intervals, "_CHUNK", chunk)
+    rng = np.random.default_rng(3)
+
+    def spans() -> tuple[np.ndarray, np.ndarray]:
+        n = int(rng.integers(0, 30))
+        s = np.round(rng.uniform(0, 100, n))
+        return intervals.merge(s, s + np.round(rng.uniform(0, 8, n)))
+
+    for trial in range(200):
+        sets, b = [spans() for _ in range(int(rng.integers(1, 4)))], spans()
+        lo, hi = sorted(rng.uniform(-5, 105, 2).tolist())
+        u = intervals.merge(np.concatenate([x[0] for x in sets]), np.concatenate([x[1] for x in sets]))
+        both = intervals.merge(np.concatenate((u[0], b[0])), np.concatenate((u[1], b[1])))
+        want = intervals.clip_length(*u, lo, hi) + intervals.clip_length(*b, lo, hi) - intervals.clip_length(*both, lo, hi)
+        assert intervals.overlap_length(sets, b, lo, hi) == pytest.approx(want, abs=1e-9), trial
+
+
+def test_window_lengths_equal_clip_length() -> None:
+    rng = np.random.default_rng(5)
+    for _ in range(100):
+        n = int(rng.integers(0, 40))
+        s = np.round(rng.uniform(0, 100, n))
+        ms, me = merge(s, s + np.round(rng.uniform(0, 8, n)))
+        windows = [tuple(sorted(rng.uniform(-5, 105, 2).tolist())) for _ in range(4)] + [(50.0, 40.0)]
+        got = window_lengths(ms, me, windows)
+        assert got == pytest.approx([clip_length(ms, me, lo, hi) for lo, hi in windows], abs=1e-9)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 
 from perflint.graph.load import load_trace
@@ -115,3 +116,39 @@ def test_summary_timeline_cli_reproduces_the_plugin_fixture(capsys: pytest.Captu
     mine = t["timeline"]["events"]
     _, expected = _fixture_trace()
     assert [(m["name"], m["ts"]) for m in mine] == [(e["name"], e["ts"]) for e in expected]
+
+
+@pytest.mark.parametrize(("slice_rows", "other_rows"), [(7, False), (7, True), (1 << 18, False)])
+def test_the_sm_step_function_points_equal_a_stable_sort_of_starts_then_ends(slice_rows: int, other_rows: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The points come a slice at a time from sorted starts and ends (no column-sized sort): they
+    equal the stable sort of all starts then all ends, with the plugin's running sum, bit for
+    bit, on sorted, unsorted, tied and zero-length kernels and kernels without blocks/SM; the
+    integral over windows equals the segments' sum."""
+    from perflint.metrics import tb_gpu
+
+    monkeypatch.setattr(tb_gpu, "_SLICE", slice_rows)
+    rng = np.random.default_rng(0)
+    for trial in range(300):
+        n = int(rng.integers(0, 60))
+        ts, dur = np.round(rng.uniform(0, 20, n)), np.round(rng.uniform(0, 5, n))
+        if trial % 3 == 0:
+            ts = np.sort(ts)
+        if trial % 5 == 0:
+            dur = np.zeros(n)
+        bps = rng.choice([0.5, 1.0, 2.0, np.nan, 0.0, 0.3], n)
+        if other_rows:  # the kernels are every other row of the GPU table
+            col = np.full(2 * n, 9.0)
+            col[::2] = bps
+            k = tb_gpu._DeviceKernels(ts, ts + dur, np.arange(0, 2 * n, 2), col, np.zeros(2 * n))
+        else:
+            k = tb_gpu._DeviceKernels(ts, ts + dur, None, bps, np.zeros(n))
+        t, running = tb_gpu._sm_points(k)
+        has = bps > 0
+        want_t = np.concatenate((ts[has], (ts + dur)[has]))
+        val = np.concatenate((bps[has], -bps[has]))
+        order = np.argsort(want_t, kind="stable")
+        assert np.array_equal(t, want_t[order]) and np.array_equal(running, np.cumsum(val[order])), trial
+        s, e, v = tb_gpu.sm_segments(k)
+        windows = [(2.0, 9.0), (11.5, 30.0)]
+        want = sum(float((v * np.clip(np.minimum(e, hi) - np.maximum(s, lo), 0, None)).sum()) for lo, hi in windows)
+        assert tb_gpu._sm_in_windows(k, windows)[0] == pytest.approx(want, abs=1e-9), trial
