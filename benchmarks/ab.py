@@ -33,7 +33,7 @@ def _run(tree: Path, trace: str) -> tuple[float, float]:
     wall = time.perf_counter() - t0
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{' '.join(cmd)} failed in {tree}")
-    return wall, ru.ru_maxrss / 1024.0
+    return wall, ru.ru_maxrss * 1024 / 1e6  # ru_maxrss is KiB: MB of 10^6 bytes, as the file size
 
 
 def _build(tree: Path) -> None:

@@ -218,13 +218,17 @@ def _sm_in_windows(k: _DeviceKernels, windows: list[tuple[float, float]]) -> tup
     sm, any_in = 0.0, False
     prev_t, prev_run = np.zeros(0), np.zeros(0)
     for tt, run in _sm_chunks(k):
-        # This slice's pairs of consecutive points, the one across from the slice before included.
+        # This slice's pairs of consecutive points, the one across from the slice before included;
+        # of each window, only the pairs that reach into it.
         t2, r2 = np.concatenate((prev_t, tt)), np.concatenate((prev_run, run))
-        ts, te, r = t2[:-1], t2[1:], r2[:-1]
-        live = (te > ts) & (r > 0)
         for lo, hi in windows:
+            if hi <= t2[0] or lo >= t2[-1]:
+                continue
+            a = max(0, int(np.searchsorted(t2, lo, side="right")) - 1)
+            b = min(len(t2), int(np.searchsorted(t2, hi, side="left")) + 1)
+            ts, te, r = t2[a : b - 1], t2[a + 1 : b], r2[a : b - 1]
             cs, ce = np.maximum(ts, lo), np.minimum(te, hi)
-            in_w = live & (ce > cs)
+            in_w = (te > ts) & (r > 0) & (ce > cs)
             any_in = any_in or bool(in_w.any())
             sm += float((np.minimum(r[in_w], 1.0) * (ce[in_w] - cs[in_w])).sum())
         prev_t, prev_run = tt[-1:], run[-1:]
