@@ -110,6 +110,7 @@ def _join(members: list[RankEntry]) -> None:
             )  # fmt: skip
             return
     ok = _agreeing(inst, start, end, offsets)
+    joined_inst = [rows for rows, good in zip(inst, ok.tolist()) if good]
     wait = [np.zeros(len(s)) for s in start]
     late_of = [np.full(len(s), -1) for s in start]
     joined = [0] * len(members)
@@ -140,9 +141,41 @@ def _join(members: list[RankEntry]) -> None:
             "wait_us": round(float(wait[i][med].sum()), 3),
             "on_path_wait_us": round(on_path, 3),
             "waited_for": [{"rank": r, "us": round(us, 3), "on_path_us": round(p, 3)} for r, (us, p) in sorted(by.items(), key=lambda kv: -kv[1][0])],
+            "lanes": _lanes(i, members, ranks, joined_inst, start, end, offsets, wait, late_of),
             "note": None,
         }
         _split(e.step_model, on_path if joined[i] else 0.0)
+
+
+MAX_LANE_COLLECTIVES = 100  # collectives a picture of the median step shows: the longest waits
+
+
+def _lanes(
+    i: int, members: list[RankEntry], ranks: list[int], joined: list[list[tuple[int, int]]], start: list[np.ndarray], end: list[np.ndarray],
+    offsets: np.ndarray, wait: list[np.ndarray], late_of: list[np.ndarray],
+) -> dict[str, Any] | None:  # fmt: skip
+    """Member i's median step's joined collectives as lanes, one per rank, on member i's clock:
+    each rank's time in each collective (its arrival to the end), and member i's waits in them
+    (its arrival to the last arrival) with the rank it waited for and the collective's name."""
+    c = members[i].collectives
+    med = np.asarray(c["median"], dtype=bool)
+    mine = [rows for rows in joined if any(j == i and med[r] for j, r in rows)]
+    if not mine:
+        return None
+    row_of = [dict(rows)[i] for rows in mine]
+    keep = sorted(range(len(mine)), key=lambda k: -wait[i][row_of[k]])[:MAX_LANE_COLLECTIVES]
+    busy: dict[str, list[list[float]]] = {str(r): [] for r in ranks}
+    waits: list[list[Any]] = []
+    for k in sorted(keep, key=lambda k: start[i][row_of[k]]):
+        for j, r in mine[k]:
+            shift = offsets[i] - offsets[j]
+            busy[str(ranks[j])].append([round(float(start[j][r] + shift), 3), round(float(end[j][r] + shift), 3)])
+        r = row_of[k]
+        if wait[i][r] > 0:
+            name = c["names"][c["name"][r]]
+            waits.append([round(float(start[i][r]), 3), round(float(start[i][r] + wait[i][r]), 3), int(late_of[i][r]), name])
+    spans = [x for ivs in busy.values() for x in ivs]
+    return {"lo": min(a for a, _ in spans), "hi": max(b for _, b in spans), "busy": busy, "waits": waits, "rank": ranks[i]}
 
 
 def _agreeing(inst: list[list[tuple[int, int]]], start: list[np.ndarray], end: list[np.ndarray], offsets: np.ndarray) -> np.ndarray:
@@ -159,7 +192,7 @@ def _note(members: list[RankEntry], ranks: list[int], matched: int, joined: int,
     for e in members:
         e.step_model["ranks"] = {
             "ranks": ranks, "matched": matched, "joined": joined, "clock_offset_us": None, "wait_us": None,
-            "on_path_wait_us": None, "waited_for": [], "note": why,
+            "on_path_wait_us": None, "waited_for": [], "lanes": None, "note": why,
         }  # fmt: skip
 
 

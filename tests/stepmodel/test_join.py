@@ -58,6 +58,9 @@ def test_an_early_rank_waits_for_the_last_one(tmp_path: Path) -> None:
         assert sum(b["pct"] for b in t["step_model"]["bound_by"]) == pytest.approx(100.0, abs=0.01)
         assert next(b["label"] for b in t["step_model"]["bound_by"] if b["category"] == "communication") == "communication transfer"
     assert "_collectives" not in traces[0]
+    lanes = waits[0]["lanes"]  # the picture's data: every rank's time in the all-reduce, rank 0's wait
+    assert set(lanes["busy"]) == {"0", "1", "2"} and [(round(b - a), late) for a, b, late, _ in lanes["waits"]] == [(2000, 2)]
+    assert waits[2]["lanes"]["waits"] == []
 
 
 def test_ranks_on_different_clocks_are_aligned_on_collective_ends(tmp_path: Path) -> None:
@@ -78,6 +81,10 @@ def test_the_check_reports_the_split_and_the_summary_text_says_who(tmp_path: Pat
     assert main(["summary", str(run / "rank0.json"), str(run / "rank1.json")]) == 0
     out = capsys.readouterr().out
     assert "communication wait (late rank)" in out and "for the last rank to arrive (rank 1 2.0 ms)" in out
+    html = tmp_path / "summary.html"
+    assert main(["summary", str(run), "--html", str(html)]) == 0
+    page = html.read_text()
+    assert "collectives across ranks" in page and "waits for rank 1: allreduce" in page
 
 
 def test_the_straggler_finding_counts_the_others_critical_path_wait(tmp_path: Path) -> None:

@@ -196,6 +196,20 @@ def comparison_block(cmp: dict[str, Any] | None, alpha: float = 0.05, top: int =
     return "".join(out)
 
 
+def _rank_lanes(lanes: dict[str, Any] | None, c: int) -> str:
+    """The median step's collectives across the ranks joined at them: each rank's time in each
+    (grey) and this rank's waits for the last arrival (coloured, named by the rank waited for)."""
+    if not lanes:
+        return ""
+    lo, hi, me = lanes["lo"], lanes["hi"], f"rank {lanes['rank']}"
+    busy = [(f"rank {r}", ivs) for r, ivs in lanes["busy"].items()]
+    waits = [(me, a, b, f"waits for rank {late}: {name}", c) for a, b, late, name in lanes["waits"]]
+    chart = svg.lanes("the median step's collectives across ranks", lo, hi, busy, waits)
+    rows = [[t(me), n(a - lo), n(b - a), t(f"rank {late}"), code(name)] for a, b, late, name in lanes["waits"]]
+    return figure(chart, f"the median step's collectives on each rank (grey, {me}'s clock) and {me}'s waits in them for the last rank to arrive (coloured)",
+                  table([("rank", False), ("start us", True), ("waits us", True), ("for", False), ("collective", False)], rows))
+
+
 def step_model_block(p: dict[str, Any]) -> str:
     """What bounds the median step: the bound-by bar, the critical path drawn over the lanes it
     crosses, and what each finding's fix (and all of them together) would make of the step."""
@@ -215,6 +229,7 @@ def step_model_block(p: dict[str, Any]) -> str:
         from perflint.report.summary_text import ranks_line
 
         out.append(f"<p>Ranks: {escape(ranks_line(sm['ranks']))}.</p>")
+        out.append(_rank_lanes(sm["ranks"].get("lanes"), colour.get("comm_wait", 0)))
     bar = svg.shares("what bounds the median step", [(b["label"], b["pct"], colour[b["category"]]) for b in bound])
     out.append(figure(bar, "the median step's time along its critical path, by category",
                       table([("category", False), ("us", True), ("% of the step", True)], [[t(b["label"]), n(b["us"]), n(b["pct"], "%")] for b in bound])))
