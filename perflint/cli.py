@@ -63,6 +63,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except BrokenPipeError:
         return EXIT_OK
+    except OSError as exc:  # a file the command could not read or write: one line, never a traceback
+        if args.debug:
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"perflint: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_ERROR
 
 
 _M_ARENA_MAX = -8  # glibc malloc.h

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     result = check.execute(args, cfg)
     report_skipped([(s.path, s.reason) for s in result.skipped])
     doc, stats = accepted_document(result, args.reason, previous)
-    write_json(args.output, doc)
+    write_json(args.output, doc, "the accepted findings")
     tail = ""
     if previous is not None:
         tail = f", {stats.kept} kept from the previous file"

@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from perflint.commands.common import REPORT_FILES, add_check_options, add_report_options, options_of, report_errors, report_options
+from perflint.commands.common import (
+    REPORT_FILES,
+    add_check_options,
+    add_report_options,
+    options_of,
+    report_errors,
+    report_options,
+    write_all,
+)
 from perflint.errors import UsageError
 from perflint.report import REPORTERS
 from perflint.report.html import add_html_option, check_panels, write_check
+from perflint.report.output import write_file
 from perflint.run import prepare, run_check
 
 if TYPE_CHECKING:
@@ -38,19 +49,13 @@ def execute(args: argparse.Namespace, cfg: Config) -> RunResult:
     return result
 
 
+def _report(path: str, render: Callable[[RunResult, Any], str], result: RunResult, opts: Any) -> None:
+    _write(path, render(result, opts))
+
+
 def _write(path: str, text: str) -> None:
-    if path == "-":
-        sys.stdout.write(text)
-        return
     # The job summary file is shared by every step of a job: append, never truncate it.
-    append = os.environ.get("GITHUB_STEP_SUMMARY") == path
-    try:
-        parent = os.path.dirname(os.path.abspath(path))
-        os.makedirs(parent, exist_ok=True)
-        with open(path, "a" if append else "w", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError as exc:
-        raise UsageError(path, f"cannot write the report: {exc.strerror or exc}") from None
+    write_file(path, text, "the report", append=os.environ.get("GITHUB_STEP_SUMMARY") == path)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,17 +71,15 @@ def run(args: argparse.Namespace) -> int:
     opts = report_options(args)
     fmt = args.format or ("github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text")
     text = REPORTERS[fmt](result, opts)
-    if args.output:
-        _write(args.output, text)
-    else:
-        sys.stdout.write(text)
     plain = report_options(args, color=False)
-    for fmt_name, target in targets:
-        _write(target, REPORTERS[fmt_name](result, plain))
-    write_check(getattr(args, "html", None), result)
+    writes: list[Callable[[], object]] = [lambda: _write(args.output or "-", text)]
+    writes += [functools.partial(_report, t, REPORTERS[f], result, plain) for f, t in targets]
+    writes.append(lambda: write_check(getattr(args, "html", None), result))
+    failed = write_all(writes, args.debug)
     for note in result.notices:
         print(f"perflint: notice: {note}", file=sys.stderr)
-    code = result.exit_code()  # 2 (errors) outranks 1 (gate)
+    code = 2 if failed else result.exit_code()  # 2 (errors) outranks 1 (gate)
     if args.exit_zero and code == 1:
         return 0
     return code
+

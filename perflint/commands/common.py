@@ -14,6 +14,7 @@ from perflint.errors import UsageError
 from perflint.options import BY_NAME, INPUT_OPTIONS, OPTIONS, CheckOptions, read_count, read_size
 from perflint.pipeline import Outcome
 from perflint.report import REPORTERS, ReportOptions
+from perflint.report.output import write_file
 from perflint.run import skipped_notice
 
 
@@ -96,17 +97,26 @@ def report_skipped(skipped: list[tuple[str, str]]) -> None:
         print(f"perflint: notice: {skipped_notice(path, why)}", file=sys.stderr)
 
 
-def write_json(path: str, doc: Any) -> None:
+def write_all(writes: Sequence[Callable[[], object]], debug: bool) -> bool:
+    """Run every write (a report, the HTML page, the output file): one that fails prints its own
+    line and loses no other. True when any failed (the command then exits 2)."""
+    failed = False
+    for write in writes:
+        try:
+            write()
+        except UsageError as exc:
+            if debug:
+                raise
+            print(f"perflint: error: {exc.line()}", file=sys.stderr)
+            failed = True
+    return failed
+
+
+def write_json(path: str, doc: Any, what: str) -> None:
     """A snapshot or accepted-findings document into `path`, or onto stdout for "-"."""
     from perflint.baseline.files import json_bytes
 
-    data = json_bytes(doc)
-    if path == "-":
-        sys.stdout.write(data.decode())
-        return
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "wb") as fh:
-        fh.write(data)
+    write_file(path, json_bytes(doc).decode(), what)
 
 
 def report_errors(outcomes: list[Outcome], debug: bool) -> bool:

@@ -4,11 +4,12 @@ runs (traces, directories or snapshots), with significance over per-step samples
 from __future__ import annotations
 
 import argparse
-import sys
+import functools
 from typing import Any
 
-from perflint.commands.common import add_options, options_of, positive_int, report_skipped
+from perflint.commands.common import add_options, options_of, positive_int, report_skipped, write_all
 from perflint.report.html import add_html_option, write_diff
+from perflint.report.output import write_file
 
 # Each command imports what it runs when it runs: `perflint check` starts without these.
 FORMATS = ("json", "markdown", "text")
@@ -55,10 +56,6 @@ def run(args: argparse.Namespace) -> int:
     for b, c in pair_traces(base, cur, args.allow_device_mismatch):
         out.append({"base": b["path"], "current": c["path"], "rank": c.get("rank"), "rows": compare(b, c)})
     text = render[args.format](out, args.alpha, args.top)
-    write_diff(args.html, base, cur, out, args.alpha, args.top)
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    else:
-        sys.stdout.write(text)
-    return 0
+    html = functools.partial(write_diff, args.html, base, cur, out, args.alpha, args.top)
+    wrote = write_all([html, functools.partial(write_file, args.output or "-", text, "the diff")], args.debug)
+    return 2 if wrote else 0

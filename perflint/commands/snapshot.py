@@ -23,5 +23,5 @@ def run(args: argparse.Namespace) -> int:
     for e in snap.errors:
         print(f"perflint: error: {e}", file=sys.stderr)
     if snap.document["traces"]:
-        write_json(args.output, snap.document)
+        write_json(args.output, snap.document, "the snapshot")
     return 2 if snap.errors else 0

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from perflint._version import __version__
-from perflint.commands.common import add_input_options, options_of, report_errors, report_skipped
+from perflint.commands.common import add_input_options, options_of, report_errors, report_skipped, write_all
 from perflint.report.html import add_html_option, with_panels, write_summary
+from perflint.report.output import write_file
 from perflint.run import prepare, run_summary
 
 SCHEMA_VERSION = 1
@@ -35,7 +35,9 @@ def run(args: argparse.Namespace) -> int:
     )
     failed = report_errors(outcomes, args.debug)
     traces = [o.result for o in outcomes if o.error is None]
-    write_summary(args.html, traces, [o.error for o in outcomes if o.error])
+    # The page first: it takes its panels out of the traces' summaries.
+    errors = [o.error for o in outcomes if o.error]
+    html_failed = write_all([lambda: write_summary(args.html, traces, errors)], args.debug)
     if args.format == "json":
         doc = {
             "schema_version": SCHEMA_VERSION,
@@ -52,9 +54,5 @@ def run(args: argparse.Namespace) -> int:
 
         text = "\n\n".join(render_summary(t) for t in traces) + ("\n" if traces else "")
         report_skipped(prepared.skipped)  # stdout holds the traces' summaries
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    else:
-        sys.stdout.write(text)
-    return 2 if failed else 0
+    text_failed = write_all([lambda: write_file(args.output or "-", text, "the summary")], args.debug)
+    return 2 if failed or html_failed or text_failed else 0

@@ -6,20 +6,15 @@ import os
 from html import escape
 from typing import Any
 
-from perflint.errors import UsageError
 from perflint.findings import SEVERITIES, Finding, RunResult
 from perflint.report._common import counts_line, fmt_us, fmt_value, location_label, ordered, verdict
 from perflint.report.html import page
 from perflint.report.html.collect import PANELS_ATTR, comparison
+from perflint.report.output import write_file
 
 
 def write(path: str, text: str) -> None:
-    try:
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError as exc:
-        raise UsageError(path, f"cannot write the HTML report: {exc.strerror or exc}") from None
+    write_file(path, text, "the HTML report")
 
 
 def _finding(f: Finding) -> str:
