@@ -196,21 +196,39 @@ def test_dangling_symlink(capsys: pytest.CaptureFixture[str], tmp_path: Path) ->
     check_bad(capsys, p, r"no such file")
 
 
+def _dropped(capsys: pytest.CaptureFixture[str], path: Path, problem: str) -> str:
+    """A trace with one damaged event is read: the event dropped, one warning says why."""
+    code, out, err = _summary(capsys, path)
+    assert (code, err) == (0, [])
+    warnings = json.loads(out)["traces"][0]["warnings"]
+    hits = [w for w in warnings if w.startswith("1 event(s) with unusable times dropped")]
+    assert len(hits) == 1 and re.search(problem, hits[0]), warnings
+    return hits[0]
+
+
 def test_negative_duration(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     p = _trace_with(tmp_path, lambda evs: _first(evs, "kernel").update(dur=-3.5))
-    line = check_bad(capsys, p, r"negative duration")
-    assert "gemm_kernel" in line
+    assert "gemm_kernel" in _dropped(capsys, p, r"negative duration")
 
 
 def test_negative_cpu_op_duration(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     p = _trace_with(tmp_path, lambda evs: _first(evs, "cpu_op").update(dur=-1))
-    check_bad(capsys, p, r"negative duration.*aten::mm")
+    _dropped(capsys, p, r"negative duration.*aten::mm")
 
 
 def test_absurd_duration(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     eight_days_us = 8 * 24 * 3600 * 1e6
     p = _trace_with(tmp_path, lambda evs: _first(evs, "kernel").update(dur=eight_days_us))
-    check_bad(capsys, p, r"absurd duration|over 7 days")
+    _dropped(capsys, p, r"absurd duration|over 7 days")
+
+
+def test_most_events_damaged_is_an_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    def damage(evs: list[dict[str, Any]]) -> None:
+        for e in evs:
+            if e.get("ph") == "X":
+                e["dur"] = -1
+
+    check_bad(capsys, _trace_with(tmp_path, damage), r"most events have unusable times")
 
 
 def test_duration_just_under_seven_days_is_accepted(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -221,12 +239,12 @@ def test_duration_just_under_seven_days_is_accepted(capsys: pytest.CaptureFixtur
 
 def test_x_event_missing_ts(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     p = _trace_with(tmp_path, lambda evs: _first(evs, "cpu_op").pop("ts"))
-    check_bad(capsys, p, r"aten::mm.*no 'ts'")
+    _dropped(capsys, p, r"no 'ts'.*aten::mm")
 
 
 def test_x_event_missing_dur(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     p = _trace_with(tmp_path, lambda evs: _first(evs, "kernel").pop("dur"))
-    check_bad(capsys, p, r"gemm_kernel.*no 'dur'")
+    _dropped(capsys, p, r"no 'dur'.*gemm_kernel")
 
 
 def test_non_numeric_ts(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

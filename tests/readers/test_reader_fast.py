@@ -111,6 +111,10 @@ def _both_ext(b: TraceBuilder) -> None:
 
 # name -> (edit, the path it must take: strict / lenient (strict decode refused) / miss (columns refused))
 VARIANTS: dict[str, tuple[Callable[[TraceBuilder], None], str]] = {
+    # Events whose times cannot be used are dropped (and counted in a warning) the same on every path.
+    "ts_missing": (_drop("cuda_runtime", "ts"), "strict"),
+    "dur_null": (_event("cpu_op", "dur", None), "lenient"),
+    "dur_negative": (_event("python_function", "dur", -5), "strict"),
     "plain": (lambda b: None, "strict"),
     "ext_str": (_set("cpu_op", "External id", "12"), "lenient"),
     "ext_float": (_set("cuda_runtime", "External id", 12.0), "lenient"),
@@ -208,10 +212,7 @@ ERRORS: dict[str, tuple[Callable[[TraceBuilder], None], str]] = {
     "device_beyond_int32": (_set("kernel", "device", 2**40), "miss"),
     "regs_beyond_int32": (_set("kernel", "registers per thread", 2**33), "miss"),
     "grid_beyond_int64": (_set("kernel", "grid", [2**64, 1, 1]), "miss"),
-    "ts_missing": (_drop("cuda_runtime", "ts"), "strict"),
-    "dur_null": (_event("cpu_op", "dur", None), "lenient"),
     "ts_beyond_float": (_event("kernel", "ts", int("9" * 400)), "lenient"),
-    "dur_negative": (_event("python_function", "dur", -5), "strict"),
     "ts_word": (_event("cpu_op", "ts", "soon"), "lenient"),
     "ts_list": (_event("cpu_op", "ts", []), "lenient"),  # numpy made a 2-D column of it
     "dur_list": (_event("kernel", "dur", [1.5]), "lenient"),

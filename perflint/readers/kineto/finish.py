@@ -13,7 +13,7 @@ import numpy as np
 from perflint.errors import InputError, NotATrace
 from perflint.model import CounterRange, Trace
 from perflint.readers.kineto.metadata import apply_metadata
-from perflint.readers.kineto.ranges import INT32_MAX, check_columns, check_times, finite_time, meta_int
+from perflint.readers.kineto.ranges import INT32_MAX, MAX_TS_US, check_columns, finite_time, meta_int
 from perflint.readers.kineto.recording import RECORDING
 from perflint.readers.kineto.schema import TraceFile
 
@@ -35,7 +35,6 @@ def finish_trace(
     and refuse a trace with nothing perflint understands."""
     trace.recording = dict(RECORDING)
     _validate_times(trace)
-    check_times(trace)
     _drop_untimed(trace)
     check_columns(trace)
     if doc is not None:
@@ -58,35 +57,44 @@ def finish_trace(
 
 
 def _validate_times(trace: Trace) -> None:
-    for label, tbl in (("cpu op", trace.ops), ("runtime", trace.runtime), ("GPU", trace.gpu), ("python", trace.pyfn)):
-        if len(tbl) == 0:
+    """Events whose times cannot be used (no or a non-finite 'ts', no 'dur', a negative 'dur' or
+    one over 7 days, a timestamp beyond 2^64 us) are dropped and counted in one warning: a few
+    damaged events cost only themselves. A trace where most events are so is bad input."""
+    tables = (("cpu op", trace.ops), ("runtime", trace.runtime), ("GPU", trace.gpu), ("python", trace.pyfn), ("[memory]", trace.memory))
+    said: list[str] = []
+    dropped = total = 0
+    for label, tbl in tables:
+        n = len(tbl)
+        total += n
+        if n == 0:
             continue
-        ts, dur = tbl.ts, tbl.dur
-        if np.isnan(ts).any():
-            i = int(np.flatnonzero(np.isnan(ts))[0])
-            raise InputError(trace.path, f"{label} event '{trace.s(int(tbl.name[i]))}' has no 'ts'")
-        bad_dur = np.isnan(dur)
-        if bad_dur.any():
-            i = int(np.flatnonzero(bad_dur)[0])
-            raise InputError(trace.path, f"{label} event '{trace.s(int(tbl.name[i]))}' has no 'dur'")
-        neg = dur < 0
-        if neg.any():
-            i = int(np.flatnonzero(neg)[0])
-            raise InputError(
-                trace.path,
-                f"{int(neg.sum())} {label} event(s) with negative duration "
-                f"(first: '{trace.s(int(tbl.name[i]))}' dur={dur[i]:g} us)",
-            )
-        huge = dur > MAX_DUR_US
-        if huge.any():
-            i = int(np.flatnonzero(huge)[0])
-            raise InputError(
-                trace.path,
-                f"{int(huge.sum())} {label} event(s) with absurd duration over 7 days "
-                f"(first: '{trace.s(int(tbl.name[i]))}' dur={dur[i]:g} us)",
-            )
-        if not np.isfinite(ts).all():
-            raise InputError(trace.path, f"{label} event with non-finite timestamp")
+        ts = tbl.ts
+        dur = getattr(tbl, "dur", None)
+        names = getattr(tbl, "name", None) if label != "[memory]" else None
+        checks = [(np.isnan(ts), "no 'ts'", "ts"), (~np.isnan(ts) & ~(np.abs(ts) <= MAX_TS_US), "absurd timestamp beyond 2^64 us", "ts")]
+        if dur is not None:
+            checks += [(np.isnan(dur), "no 'dur'", "dur"), (dur < 0, "negative duration", "dur"), (dur > MAX_DUR_US, "absurd duration over 7 days", "dur")]
+        bad = np.zeros(n, dtype=bool)
+        for mask, what, key in checks:
+            mask &= ~bad  # each event counted once, by its first problem
+            if mask.any():
+                i = int(np.flatnonzero(mask)[0])
+                which = f"'{trace.s(int(names[i]))}' " if names is not None else ""
+                value = float(ts[i] if key == "ts" else dur[i])  # type: ignore[index]
+                shown = "" if np.isnan(value) else f"{key}={value:g}{' us' if key == 'dur' else ''}"
+                said.append(f"{int(mask.sum())} {label} event(s) with {what} (first: {(which + shown).strip()})")
+                bad |= mask
+        k = int(bad.sum())
+        if k:
+            dropped += k
+            keep = ~bad
+            for f in dataclasses.fields(tbl):
+                setattr(tbl, f.name, getattr(tbl, f.name)[keep])
+    if not dropped:
+        return
+    if 2 * dropped > total:
+        raise InputError(trace.path, f"most events have unusable times: {'; '.join(said)}")
+    trace.warnings.append(f"{dropped} event(s) with unusable times dropped: {'; '.join(said)}")
 
 
 def _drop_untimed(trace: Trace) -> None:

@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 
-from perflint.errors import InputError
 from perflint.model import NONE, Trace
 
 INT32_MAX = 2**31 - 1
@@ -64,31 +63,6 @@ def span_of(ts: Any, dur: Any) -> tuple[float, float] | None:
     """(start, end) of an event whose time and duration are numbers in range, else None."""
     t, d = finite_time(ts), finite_time(dur)
     return None if t is None or d is None else (t, t + d)
-
-
-def check_times(trace: Trace) -> None:
-    """Timestamps beyond MAX_TS_US are bad input (NaN and infinity are caught before)."""
-    for label, tbl in (("cpu op", trace.ops), ("runtime", trace.runtime), ("GPU", trace.gpu), ("python", trace.pyfn)):
-        if len(tbl) == 0:
-            continue
-        _absurd_ts(trace, label, tbl.ts, tbl.name)
-    mem = trace.memory
-    if len(mem):
-        if np.isnan(mem.ts).any():
-            raise InputError(trace.path, "[memory] event has no 'ts'")
-        _absurd_ts(trace, "[memory]", mem.ts, None)
-
-
-def _absurd_ts(trace: Trace, label: str, ts: np.ndarray, names: np.ndarray | None) -> None:
-    if -MAX_TS_US <= ts.min() and ts.max() <= MAX_TS_US:  # two reductions: the usual case
-        return
-    bad = ~(np.abs(ts) <= MAX_TS_US)
-    i = int(np.flatnonzero(bad)[0])
-    which = f"'{trace.s(int(names[i]))}' " if names is not None else ""
-    raise InputError(
-        trace.path,
-        f"{int(bad.sum())} {label} event(s) with absurd timestamp beyond 2^64 us (first: {which}ts={ts[i]:g})",
-    )
 
 
 def check_columns(trace: Trace) -> None:
@@ -177,4 +151,4 @@ def _launches(gpu: Any, dropped: dict[str, int]) -> None:
         gpu.block = np.where(bad[:, None], 0, block)
 
 
-__all__ = ["INT32_MAX", "INT64_MAX", "MAX_TS_US", "check_columns", "check_times", "finite_time", "meta_int", "span_of"]
+__all__ = ["INT32_MAX", "INT64_MAX", "MAX_TS_US", "check_columns", "finite_time", "meta_int", "span_of"]
