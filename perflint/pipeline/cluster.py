@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -38,7 +39,7 @@ def run_dask(work: list[Work], jobs: int, scheduler: str | None, timeout: float,
         cluster = None
         try:
             if scheduler:
-                client = Client(scheduler, timeout=timeout)
+                client = _connect(Client, scheduler, timeout)
             else:
                 n = max(1, min(jobs, len(work)))
                 cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
@@ -58,6 +59,29 @@ def run_dask(work: list[Work], jobs: int, scheduler: str | None, timeout: float,
             if cluster is not None:
                 with contextlib.suppress(Exception):
                     cluster.close(timeout=timeout)
+
+
+def _connect(client_type: Any, address: str, timeout: float) -> Any:
+    """A client of the scheduler at `address`, or TimeoutError after `timeout`: a port that accepts
+    the connection but does not speak dask's protocol (its dashboard, any HTTP server) leaves
+    dask's own handshake waiting for ever, so the connect runs in a daemon thread that the run
+    stops waiting for."""
+    box: dict[str, Any] = {}
+
+    def connect() -> None:
+        try:
+            box["client"] = client_type(address, timeout=timeout)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller as it was raised
+            box["error"] = exc
+
+    th = threading.Thread(target=connect, name="perflint dask connect", daemon=True)
+    th.start()
+    th.join(timeout)
+    if th.is_alive():
+        raise TimeoutError("something answered there but no dask scheduler did: is it another port of the cluster, its dashboard?")
+    if "error" in box:
+        raise box["error"]
+    return box["client"]
 
 
 def collect(client: Any, work: list[Work], where: str, timeout: float) -> list[Outcome]:

@@ -105,6 +105,27 @@ def test_unreachable_scheduler_is_one_line_and_exit_2(
     assert elapsed < 20  # the 0.5 s timeout, not dask's default 30 s
 
 
+def test_a_port_that_is_not_a_dask_scheduler_fails_within_the_timeout(rank_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A port that accepts the connection but speaks another protocol (the dashboard's, any HTTP
+    server) used to leave the dask handshake waiting for ever."""
+    pytest.importorskip("dask.distributed")
+    import http.server
+    import threading
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    address = f"tcp://127.0.0.1:{server.server_address[1]}"
+    try:
+        t0 = time.monotonic()
+        code, _ = _out(_check(rank_dir, "--executor", "dask", "--scheduler", address, "--timeout", "2"), capsys)
+        elapsed = time.monotonic() - t0
+    finally:
+        server.shutdown()
+    assert code == 2 and elapsed < 10
+    line = _one_line(_out.err)  # type: ignore[attr-defined]
+    assert line.startswith(f"perflint: error: {address}: cannot connect to the dask scheduler within 2 s"), line
+
+
 def test_unreachable_scheduler_summary(rank_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("dask.distributed")
     code = main(["summary", str(rank_dir), "--executor", "dask", "--scheduler", UNREACHABLE, "--timeout", "0.5"])
