@@ -14,7 +14,7 @@ import os
 import re
 import shutil
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,10 +46,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @dataclass
 class Profiled:
-    """What `perflint.profile()` yields: `path` and `result` are set when the block has ended."""
+    """What `perflint.profile()` yields: call `step()` at the end of each training step inside the
+    block, so that the trace marks steps (the step rules need them); `path` and `result` are set
+    when the block has ended."""
 
     path: Path | None = None
     result: CheckResult | None = None
+    steps: int = 0
+    profiler: Any = field(default=None, repr=False)
+
+    def step(self) -> None:
+        """End the current step and start the next (`torch.profiler.profile.step()`)."""
+        if self.profiler is None or self.path is not None:
+            raise RuntimeError("step() is called inside the `with perflint.profile()` block")
+        self.profiler.step()
+        self.steps += 1
 
 
 def failure_text(result: CheckResult) -> str:
@@ -110,7 +121,11 @@ class PerflintFixture:
         if torch.cuda.is_available():
             activities.append(ProfilerActivity.CUDA)
         handle = Profiled()
-        with torch_profile(activities=activities, record_shapes=True, with_stack=True) as prof:
+        # A schedule that always records: without one, torch's step() marks no ProfilerStep#N.
+        with torch_profile(
+            activities=activities, schedule=_record_always, record_shapes=True, with_stack=True
+        ) as prof:
+            handle.profiler = prof
             yield handle
         self._profiles += 1
         stem = name or f"profile{self._profiles}"
@@ -121,6 +136,12 @@ class PerflintFixture:
             os.makedirs(self._keep, exist_ok=True)
             shutil.copyfile(path, Path(self._keep) / f"{_safe(self._request.node.nodeid)}-{path.name}")
         handle.result = self.assert_clean(path, **options)
+
+
+def _record_always(step: int) -> Any:
+    from torch.profiler import ProfilerAction
+
+    return ProfilerAction.RECORD
 
 
 def _with_options(method: Callable[..., Any]) -> None:

@@ -18,8 +18,9 @@ def test_recorded_trace_is_clean(perflint):  # type: ignore[no-untyped-def]
 
 
 def test_training_steps_are_clean(perflint):  # type: ignore[no-untyped-def]
-    """Profile three training steps and fail on any warning. On a CPU-only machine the rules that
-    need GPU kernels are reported as skipped; without torch the test is skipped."""
-    with perflint.profile(select=["TC", "SYNC", "DIM"], fail_on="warning", name="train") as prof:
-        train(make_model(), steps=3)
-    assert prof.result is not None and prof.result.passed
+    """Profile three training steps, each marked with `prof.step()`, and fail on any warning. On a
+    CPU-only machine the rules that need GPU kernels are reported as skipped; without torch the
+    test is skipped."""
+    with perflint.profile(select=["TC", "SYNC", "DIM", "HEALTH"], fail_on="warning", name="train") as prof:
+        train(make_model(), steps=3, on_step=prof.step)
+    assert prof.result is not None and prof.result.passed and prof.steps == 3

@@ -5,6 +5,7 @@ torch is imported inside the functions, so that the test module imports without 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 
@@ -19,8 +20,9 @@ def make_model(width: int = 64) -> Any:
     )
 
 
-def train(model: Any, steps: int = 3, batch: int = 32) -> float:
-    """A few optimizer steps on random data; the last loss."""
+def train(model: Any, steps: int = 3, batch: int = 32, on_step: Callable[[], None] | None = None) -> float:
+    """A few optimizer steps on random data; the last loss. `on_step` is called at the end of each
+    step (a profiler's `step()`, which marks the steps in its trace)."""
     import torch
 
     width = model[0].in_features
@@ -32,4 +34,6 @@ def train(model: Any, steps: int = 3, batch: int = 32) -> float:
         opt.zero_grad()
         loss.backward()
         opt.step()
+        if on_step is not None:
+            on_step()
     return float(loss.detach())

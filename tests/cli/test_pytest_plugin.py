@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -102,17 +103,25 @@ def test_fail_on_option_overrides_the_tests(pytester: pytest.Pytester) -> None:
 
 
 PROFILE_TEST = """
+import json
 import pytest
 
 def test_profile(perflint):
     torch = pytest.importorskip("torch")
     model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
     batch = torch.randn(16, 64)
-    with perflint.profile(select=["TC", "SYNC"], fail_on="warning", name="mlp") as prof:
-        model(batch).sum().backward()
-    assert prof.path.exists() and prof.result.exit_code == 0
+    with perflint.profile(select=["TC", "SYNC", "HEALTH"], fail_on="info", name="mlp") as prof:
+        for _ in range(3):
+            model(batch).sum().backward()
+            prof.step()
+    assert prof.path.exists() and prof.result.exit_code == 0 and prof.steps == 3
+    names = {e.get("name") for e in json.loads(prof.path.read_text())["traceEvents"]}
+    assert {"ProfilerStep#0", "ProfilerStep#1", "ProfilerStep#2"} <= names
+    assert not prof.result.findings  # HEALTH001 ("call prof.step()") does not fire: the steps are marked
     if not torch.cuda.is_available():  # a CPU run: the GPU rules are skipped, not failed
         assert "GPU kernel" in prof.result.skipped_rules["TC001"]
+    with pytest.raises(RuntimeError, match="inside the"):
+        prof.step()  # the block has ended
 """
 
 
@@ -126,11 +135,15 @@ def test_profile_skips_without_torch(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*SKIPPED*perflint.profile() needs torch*"])
 
 
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
 def test_profile_records_checks_and_keeps_the_trace(pytester: pytest.Pytester, tmp_path: Path) -> None:
-    pytest.importorskip("torch")
+    # Not imported here: pytester forgets the modules a test imported, and torch's extension
+    # cannot be imported twice in one process.
     keep = tmp_path / "kept"
     pytester.makepyfile(test_profile=PROFILE_TEST)
-    result = pytester.runpytest("--perflint-keep-traces", str(keep))
+    # In a process of its own: torch's modules cannot be forgotten and imported again, as an
+    # in-process run would.
+    result = pytester.runpytest_subprocess("--perflint-keep-traces", str(keep))
     result.assert_outcomes(passed=1)
     kept = [p.name for p in keep.iterdir()]
     assert kept == ["test_profile.py_test_profile-mlp.pt.trace.json"], kept

@@ -20,6 +20,7 @@ from perflint.readers import budget
 from perflint.readers.kineto.builder import ColumnBuilder
 from perflint.readers.kineto.chunked import Fallback, after, chunk_bytes, decode_range, last_slice, plan_iter, read_sliced
 from perflint.readers.kineto.reference import build_trace_reference
+from perflint.readers.kineto.repair import escape_name_quotes
 from perflint.readers.kineto.schema import DECODER, STRICT_DECODER, Event, StrictSlice, TraceFile
 from perflint.readers.kineto.slices import add_slice, adder
 from perflint.readers.protocol import ReadOptions
@@ -299,7 +300,10 @@ def _read_whole(path: str, data: bytes) -> Trace:
     try:
         doc: Any = STRICT_DECODER.decode(data)
     except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
-        events, doc = decode(path, data)  # the lenient decode words any error
+        try:
+            events, doc = decode(path, data)  # the lenient decode words any error
+        except InputError as exc:
+            return _repaired(path, data, exc)
         return build_trace(path, events, doc, data)
     if isinstance(doc, list):
         events, doc = doc, None
@@ -310,6 +314,21 @@ def _read_whole(path: str, data: bytes) -> Trace:
     add_slice(builder, StrictSlice(events, lambda: decode(path, data)[0]))
     del events
     return builder.finish(doc, lambda: data)
+
+
+def _repaired(path: str, data: bytes, exc: InputError) -> Trace:
+    """The trace of a document that is invalid JSON only through a known writer bug, with a warning
+    saying what was repaired; else `exc`."""
+    fixed = escape_name_quotes(data) if "invalid JSON" in str(exc) else None
+    if fixed is None:
+        raise exc
+    try:
+        events, doc = decode(path, fixed[0])
+    except InputError:
+        raise exc from None
+    trace = build_trace(path, events, doc, fixed[0])
+    trace.warnings.append(f"{fixed[1]} event name(s) with unescaped quotes repaired (a profiler export bug)")
+    return trace
 
 
 def _reference() -> bool:
