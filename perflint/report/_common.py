@@ -127,8 +127,9 @@ def repo_path(path: str, root: str) -> str | None:
 
     A relative path that exists from the working directory (which may be below the root) is
     re-based onto the root; other relative paths are kept as given. An absolute path outside the
-    root (a stack recorded on another machine, /home/ci/work/repo/model.py) is matched by its
-    longest tail that exists under the root. None when nothing places an absolute path."""
+    root (a trace checked out elsewhere, /home/ci/work/repo/traces/t.json) is matched by its
+    longest tail that exists under the root. None when nothing places an absolute path. (Recorded
+    source files are placed by `locations.py`, which also searches the tree.)"""
     return _repo_path(path, root, os.getcwd())
 
 
@@ -154,17 +155,6 @@ def _repo_path(path: str, root: str, cwd: str) -> str | None:
         if (root_p / tail).is_file():
             return tail.as_posix()
     return None
-
-
-def finding_location(f: Finding, root: str) -> tuple[str, int | None]:
-    """Where a finding points in the repository: the user's source `(file, line)` when the trace
-    recorded it and the file is placed, else `(trace, None)`."""
-    src = f.source_file_line
-    if src is not None:
-        placed = repo_path(src[0], root)
-        return (placed if placed is not None else src[0], max(src[1], 1))
-    placed = repo_path(f.trace, root)
-    return (placed if placed is not None else f.trace, None)
 
 
 def trace_context(f: Finding) -> str:

@@ -12,7 +12,8 @@ import os
 
 from perflint.findings import Finding, RunResult
 from perflint.report import ReportOptions
-from perflint.report._common import finding_location, impact_text, ordered, repo_path, trace_context
+from perflint.report._common import impact_text, ordered, repo_path, trace_context
+from perflint.report.locations import SourceLocator, locator, source_note, where
 from perflint.report.text import render_text
 
 MAX_PER_LEVEL = 10
@@ -31,22 +32,25 @@ def _rel(path: str, root: str) -> str:
     return placed if placed is not None else path
 
 
-def _annotation(level: str, f: Finding, root: str) -> str:
-    path, line = finding_location(f, root)
-    props = [f"file={_prop(path)}"]
-    if line is not None:
-        props.append(f"line={line}")
+def _annotation(level: str, f: Finding, root: str, places: SourceLocator) -> str:
+    w = where(f, root, places)
+    props = [f"file={_prop(w.path)}"]
+    if w.line is not None:
+        props.append(f"line={w.line}")
     props.append(f"title={_prop(f'perflint {f.code} {f.name}')}")
     msg = f.message
     if f.impact_us:
         msg += f" ({impact_text(f)})"
-    if line is not None:
+    if w.line is not None:
         msg += f" {trace_context(f)}"
+    elif w.unplaced is not None:
+        msg += f" {source_note(w)}"
     return f"::{level} {','.join(props)}::{_data(msg)}"
 
 
 def annotations(result: RunResult, root: str | None = None) -> list[str]:
     root = root or os.getcwd()
+    places = locator(result, root)
     out: list[str] = []
     for err in result.errors[:MAX_PER_LEVEL]:
         path = err.split(": ", 1)[0]
@@ -54,8 +58,8 @@ def annotations(result: RunResult, root: str | None = None) -> list[str]:
     found = ordered(result.active_findings())
     errors = [f for f in found if f.severity == "error"][: max(0, MAX_PER_LEVEL - len(out))]
     warnings = [f for f in found if f.severity == "warning"][:MAX_PER_LEVEL]
-    out += [_annotation("error", f, root) for f in errors]
-    out += [_annotation("warning", f, root) for f in warnings]
+    out += [_annotation("error", f, root, places) for f in errors]
+    out += [_annotation("warning", f, root, places) for f in warnings]
     if result.skipped:
         n = len(result.skipped)
         first = "; ".join(f"{s.path} ({s.reason})" for s in result.skipped[:3])

@@ -3,7 +3,8 @@
 Each active finding is an issue: description, check_name (`perflint/<CODE>`), fingerprint
 (perflint's own, stable across runs, so the merge-request widget tells new findings from fixed
 ones), severity and location (path relative to the repository root, lines.begin: the user's
-source line, else line 1 of the trace). Severity: error -> critical, warning -> major,
+source line where the source tree places it (`locations.py`), else line 1 of the trace, with the
+recorded source line named in the description). Severity: error -> critical, warning -> major,
 info -> info; an unreadable trace is a blocker. Suppressed and accepted findings are left out.
 https://docs.gitlab.com/ee/ci/testing/code_quality.html#code-quality-report-format
 """
@@ -18,7 +19,8 @@ import orjson
 
 from perflint.findings import RunResult
 from perflint.report import ReportOptions
-from perflint.report._common import finding_location, impact_text, ordered, repo_path, trace_context
+from perflint.report._common import impact_text, ordered, repo_path
+from perflint.report.locations import context, locator, where
 
 SEVERITY = {"error": "critical", "warning": "major", "info": "info"}
 
@@ -33,6 +35,7 @@ def _unique(fp: str, seen: set[str]) -> str:
 
 def code_quality(result: RunResult, root: str | None = None) -> list[dict[str, Any]]:
     root = root or os.getcwd()
+    places = locator(result, root)
     seen: set[str] = set()
     issues: list[dict[str, Any]] = []
     for err in result.errors:
@@ -47,18 +50,18 @@ def code_quality(result: RunResult, root: str | None = None) -> list[dict[str, A
             }
         )
     for f in ordered(result.active_findings()):
-        path, line = finding_location(f, root)
+        w = where(f, root, places)
         text = " ".join(f.message.split())
         if f.impact_us:
             text += f" ({impact_text(f)})"
-        text += f" {trace_context(f)}" if line is not None else ("" if f.rank is None else f" [rank {f.rank}]")
+        text += context(f, w)
         issues.append(
             {
                 "description": f"{f.code} {f.name}: {text}",
                 "check_name": f"perflint/{f.code}",
                 "fingerprint": _unique(f.fingerprint, seen),
                 "severity": SEVERITY[f.severity],
-                "location": {"path": path, "lines": {"begin": line or 1}},
+                "location": {"path": w.path, "lines": {"begin": w.line or 1}},
             }
         )
     return issues

@@ -2,14 +2,16 @@
 
 `tool.driver.rules` carries every enabled rule (id, name, short/full description, help as text
 and Markdown, default level); each active finding is a result with ruleId/ruleIndex, level,
-message, one location and `partialFingerprints` (perflint's own stable fingerprint, so code
+message, its location and `partialFingerprints` (perflint's own stable fingerprint, so code
 scanning tracks a finding across runs). The location is the user's source `file:line` when the
-trace recorded stacks, else the trace file without a region. Suppressed and accepted findings
+trace recorded stacks and the file is placed in the source tree (`locations.py`), else the trace
+file without a region (also when the recorded source names no single file of the tree: it is
+then named in the message; code scanning refuses results without a physical location). Suppressed and accepted findings
 are kept as results with a `suppressions` entry, as the spec intends, so they stay visible but
 closed. The run's properties count the traces checked and the files skipped; each skipped file is
 a note among the invocation's toolExecutionNotifications, with its reason. Paths are written
 relative to `ReportOptions.root` (`check --source-root`, default the git repository's root), as
-code scanning requires (see `_common.repo_path`); a path it cannot place, as a file:// URI.
+code scanning requires; a trace it cannot place, as a file:// URI.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from perflint._version import __version__
 from perflint.findings import Finding, RunResult
 from perflint.report import ReportOptions
 from perflint.report._common import SARIF_LEVEL, fmt_value, impact_text, ordered, repo_path, rules_by_code, trace_context
+from perflint.report.locations import SourceLocator, Where, locator, source_note, where
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 FINGERPRINT_KEY = "perflintFingerprint/v2"  # v2: the trace's role is part of the identity
@@ -64,11 +67,12 @@ def _rule_entry(r: dict[str, Any]) -> dict[str, Any]:
     return entry
 
 
-def _location(f: Finding, root: str) -> dict[str, Any]:
-    src = f.source_file_line
-    if src is not None:
-        path, line = src
-        physical: dict[str, Any] = {"artifactLocation": {"uri": _uri(path, root)}, "region": {"startLine": max(line, 1)}}
+def _location(f: Finding, w: Where, root: str) -> dict[str, Any]:
+    """The result's location: the placed source line, else the trace file without a region. Code
+    scanning rejects a whole upload when one result has no physical location, so a recorded source
+    that names no file of the tree falls back to the trace (and is named in the message)."""
+    if w.line is not None:
+        physical: dict[str, Any] = {"artifactLocation": {"uri": quote(w.path)}, "region": {"startLine": w.line}}
     else:
         physical = {"artifactLocation": {"uri": _uri(f.trace, root)}}
     loc: dict[str, Any] = {"physicalLocation": physical}
@@ -78,25 +82,29 @@ def _location(f: Finding, root: str) -> dict[str, Any]:
     return loc
 
 
-def _result(f: Finding, index: int, root: str) -> dict[str, Any]:
+def _result(f: Finding, index: int, root: str, places: SourceLocator) -> dict[str, Any]:
+    w = where(f, root, places)
+    loc = _location(f, w, root)
     text = f.message
     if f.impact_us:
         text += f" ({impact_text(f)})"
-    if f.source:  # the location is the source line: name the trace in the message
+    if w.unplaced is not None:
+        text += f" {source_note(w)}"
+    if f.source:  # the location is not the trace file: name the trace in the message
         text += f" {trace_context(f)}"
     res: dict[str, Any] = {
         "ruleId": f.code,
         "ruleIndex": index,
         "level": SARIF_LEVEL[f.severity],
         "message": {"text": text},
-        "locations": [_location(f, root)],
-        "partialFingerprints": {FINGERPRINT_KEY: f.fingerprint},
-        "properties": {
-            "trace": f.trace,
-            "rank": f.rank,
-            "impactUs": f.impact_us,
-            "evidence": {k: fmt_value(v, 400) for k, v in f.evidence.items()},
-        },
+        "locations": [loc],
+    }
+    res["partialFingerprints"] = {FINGERPRINT_KEY: f.fingerprint}
+    res["properties"] = {
+        "trace": f.trace,
+        "rank": f.rank,
+        "impactUs": f.impact_us,
+        "evidence": {k: fmt_value(v, 400) for k, v in f.evidence.items()},
     }
     if f.suppressed is not None:
         res["suppressions"] = [{"kind": "external", "justification": f.suppressed}]
@@ -108,6 +116,7 @@ def _result(f: Finding, index: int, root: str) -> dict[str, Any]:
 def to_sarif(result: RunResult, root: str | None = None) -> dict[str, Any]:
     root = root or os.getcwd()
     rules = rules_by_code(result)
+    places = locator(result, root)
     index = {code: i for i, code in enumerate(rules)}
     notes = [{"level": "error", "message": {"text": e}} for e in result.errors]
     notes += [{"level": "note", "message": {"text": n}} for n in result.notices]
@@ -125,7 +134,7 @@ def to_sarif(result: RunResult, root: str | None = None) -> dict[str, Any]:
             }
         },
         "invocations": [invocation],
-        "results": [_result(f, index[f.code], root) for f in ordered(result.all_findings())],
+        "results": [_result(f, index[f.code], root, places) for f in ordered(result.all_findings())],
         "columnKind": "unicodeCodePoints",
         "properties": {"tracesChecked": len(result.traces), "filesSkipped": len(result.skipped)},
     }

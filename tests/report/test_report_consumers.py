@@ -79,8 +79,8 @@ def test_junit_classname_is_the_rule_group_and_names_carry_the_trace() -> None:
     assert {"TC001 traces/train.pt.trace.json.gz", "HEALTH003 traces/ranks/rank1.json [rank 1]", "STRAG001 run (all ranks)"} <= names
 
 
-def test_concise_one_line_per_finding() -> None:
-    out = render("concise", root="/nonexistent-root").splitlines()
+def test_concise_one_line_per_finding(tmp_path: Path) -> None:
+    out = render("concise", root=str(_repo(tmp_path))).splitlines()  # the repository has model/head.py
     findings = [l for l in out if re.match(r"^\S+?(:\d+)?: [A-Z]+\d+ ", l)]
     assert len(findings) == 4  # the active ones: suppressed and accepted are left out
     assert findings[0] == ("model/head.py:42: TC001 bf16 gemm kernel ran without Tensor Cores: 12 launches, 4000.0 us "

@@ -73,8 +73,10 @@ def test_junit_gate_follows_fail_on(tmp_path: Path) -> None:
 
 # --- SARIF -----------------------------------------------------------------------------------
 
-def test_sarif_validates_against_oasis_schema() -> None:
-    doc = json.loads(render("sarif"))
+def test_sarif_validates_against_oasis_schema(tmp_path: Path) -> None:
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "head.py").write_text("x = 1\n")  # where the first finding's stack points
+    doc = json.loads(render("sarif", root=str(tmp_path)))
     schema = json.loads(SARIF_SCHEMA.read_text(encoding="utf-8"))
     jsonschema.Draft4Validator(schema).validate(doc)
     run = doc["runs"][0]
@@ -183,8 +185,11 @@ def test_markdown_escapes_table_cells() -> None:
 
 # --- GitHub annotations ----------------------------------------------------------------------
 
-def test_github_limits_and_notice() -> None:
-    out = render("github", many_findings(90))
+def test_github_limits_and_notice(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    for i in range(7):  # the findings' source files
+        (tmp_path / "src" / f"m{i}.py").write_text("x = 1\n")
+    out = render("github", many_findings(90), root=str(tmp_path))
     lines = out.splitlines()
     errors = [l for l in lines if l.startswith("::error ")]
     warnings = [l for l in lines if l.startswith("::warning ")]
