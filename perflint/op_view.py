@@ -17,7 +17,8 @@ Groups:
 
 With `module` and `layer` an op nested in another op of the same group counts once in the
 group's totals (host_total_us, device_total_us) and its FLOPs once, at the innermost op that
-has a FLOP model (aten::linear's are its aten::addmm's).
+has a FLOP model (aten::linear's are its aten::addmm's). The group outside any module or layer
+(None: the step, the optimizer) totals its ops' self times, never the modules under them.
 """
 
 from __future__ import annotations
@@ -29,13 +30,13 @@ import numpy as np
 from perflint.facts import Context
 from perflint.facts._common import kernel_op
 from perflint.facts._optree import op_levels
-from perflint.graph.intervals import enclosing, nest
 from perflint.ids import unique_inverse
 from perflint.metrics.kernels import classify
 from perflint.metrics.roofline import Roofline, group_roofline, kernel_peaks
 from perflint.metrics.shapes import CONV_OPS, GEMM_OPS
 from perflint.metrics.work import kernel_work, op_work
 from perflint.model import KERNEL, NONE, OP_ANNOTATION, OP_CPU, Trace
+from perflint.module_ranges import Paths, kineto_modules
 from perflint.tables import OP_COLUMNS, kernel_dtypes, nan_none, op_times
 
 GROUPS = ("op", "op+shape", "module", "layer")
@@ -67,7 +68,6 @@ _TC_OPS = frozenset(GEMM_OPS) | frozenset(CONV_OPS) | {
 }  # fmt: skip
 _TC_BACKWARD = ("CudnnConvolution", "CudnnConvolutionTranspose", "Convolution", "ConvolutionBackwardOverrideable",
                 "Mm", "Addmm", "Bmm", "Baddbmm", "Addbmm", "Addmv", "Mv")  # fmt: skip
-_MODULE_PREFIX = "nn.Module: "
 
 
 def tc_eligible_name(name: str) -> bool:
@@ -100,73 +100,12 @@ def _eligible(t: Trace, tc_self: np.ndarray) -> np.ndarray:
     return out
 
 
-class _Paths:
-    """Interned "/"-joined paths; id NONE is no path."""
-
-    def __init__(self) -> None:
-        self.text: list[str] = []
-        self.ids: dict[str, int] = {}
-
-    def id(self, s: str) -> int:
-        got = self.ids.get(s)
-        if got is None:
-            got = self.ids[s] = len(self.text)
-            self.text.append(s)
-        return got
-
-    def down(self, levels: list[np.ndarray], parent: np.ndarray, label: np.ndarray, text: list[str]) -> np.ndarray:
-        """Per item: its path, the labels (indices into `text`; NONE: none) on its chain,
-        outermost first. `levels` lists the items by depth, roots first."""
-        path = np.full(len(parent), NONE, dtype=np.int64)
-        for k, items in enumerate(levels):
-            up = path[parent[items]] if k else np.full(len(items), NONE, dtype=np.int64)
-            own = label[items].astype(np.int64)
-            mine = up.copy()
-            has = own != NONE
-            if has.any():
-                pairs = np.stack([up[has], own[has]], axis=1)
-                uniq, pinv = np.unique(pairs, axis=0, return_inverse=True)
-                ids = [self.id(f"{self.text[u]}/{text[lab]}" if u != NONE else text[lab]) for u, lab in uniq.tolist()]
-                mine[has] = np.asarray(ids, dtype=np.int64)[pinv.reshape(-1)]
-            path[items] = mine
-        return path
-
-
 def _op_level_list(t: Trace) -> list[np.ndarray]:
     lv = op_levels(Context(t))
     return [lv.ops(k) for k in range(len(lv))]
 
 
-def _kineto_modules(t: Trace, paths: _Paths) -> tuple[np.ndarray, np.ndarray] | None:
-    """Per op: (module name id, module path id) of the innermost nn.Module range around it; None
-    without nn.Module python_function ranges."""
-    py = t.pyfn
-    if not len(py):
-        return None
-    names, inv = unique_inverse(py.name)
-    text = [t.s(int(n)) for n in names.tolist()]
-    is_mod = np.asarray([s.startswith(_MODULE_PREFIX) for s in text], dtype=bool)
-    sel = np.flatnonzero(is_mod[inv])
-    if not len(sel):
-        return None
-    label = [s[len(_MODULE_PREFIX) :] for s in text]
-    thread, ts, dur = py.thread[sel], py.ts[sel], py.dur[sel]
-    parent, depth, order = nest(thread, ts, dur)
-    by_depth = np.argsort(depth, kind="stable")
-    bounds = np.concatenate(([0], np.cumsum(np.bincount(depth)))).tolist()
-    levels = [by_depth[a:b] for a, b in zip(bounds, bounds[1:])]
-    own = inv[sel]
-    mod_path = paths.down(levels, parent, own, label)
-    mod_name = np.asarray([paths.id(s) for s in label], dtype=np.int64)[own]
-    hit = enclosing(thread, ts, dur, parent, order, t.ops.thread, t.ops.ts)
-    ok = hit != NONE
-    name = np.full(len(t.ops), NONE, dtype=np.int64)
-    path = np.full(len(t.ops), NONE, dtype=np.int64)
-    name[ok], path[ok] = mod_name[hit[ok]], mod_path[hit[ok]]
-    return name, path
-
-
-def _pyprof_modules(t: Trace, paths: _Paths) -> np.ndarray:
+def _pyprof_modules(t: Trace, paths: Paths) -> np.ndarray:
     """Per op: the Python module of the outermost pyprof call on its chain (pyprof's `mod`)."""
     o = t.ops
     calls, inv = unique_inverse(o.pycall)
@@ -183,7 +122,7 @@ def _pyprof_modules(t: Trace, paths: _Paths) -> np.ndarray:
     return got
 
 
-def _layers(t: Trace, paths: _Paths) -> np.ndarray:
+def _layers(t: Trace, paths: Paths) -> np.ndarray:
     """Per op: its pyprof `layer:X` markers' path (NONE without any)."""
     o = t.ops
     names, inv = unique_inverse(o.name)
@@ -216,10 +155,10 @@ def op_view(t: Trace, group_by: str = "op") -> list[dict[str, Any]]:
         for x in (host_self, dev_self, tc_self):
             np.add.at(x, into[dup], x[dup])
             x[dup] = 0.0
-    paths = _Paths()
+    paths = Paths()
     module = layer = np.full(n, NONE, dtype=np.int64)
     if group_by in ("module", "layer"):
-        kin = _kineto_modules(t, paths)
+        kin = kineto_modules(t, paths)
         if kin is not None:
             module, layer = kin
         elif (o.pycall != NONE).any():
@@ -245,6 +184,11 @@ def op_view(t: Trace, group_by: str = "op") -> list[dict[str, Any]]:
         outer = (par == NONE) | (key[np.maximum(par, 0)] != key)
         host_total = np.where(outer, host_total, 0.0)
         dev_total = np.where(outer, dev_total, 0.0)
+        # Outside every module (the step, the optimizer) an op's total would hold the modules
+        # under it a second time: that group's totals are its ops' own time only.
+        outside = key == NONE
+        host_total = np.where(outside, host_self, host_total)
+        dev_total = np.where(outside, dev_self, dev_total)
         inner = _has_modelled_child(t, flops)
         flops, nbytes = np.where(inner, np.nan, flops), np.where(inner, np.nan, nbytes)
 
@@ -348,7 +292,7 @@ def _merged_into(t: Trace) -> np.ndarray:
     return out
 
 
-def _label(paths: _Paths, pid: int) -> str | None:
+def _label(paths: Paths, pid: int) -> str | None:
     return paths.text[pid] if pid != NONE else None
 
 

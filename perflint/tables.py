@@ -20,6 +20,7 @@ from perflint.ids import unique_inverse
 from perflint.metrics.kernel_class import classify_kernel
 from perflint.metrics.kernels import CATEGORIES, classify, trace_vendor
 from perflint.model import GPU_SYNC, KERNEL, NONE, OP_ANNOTATION, Trace
+from perflint.module_ranges import innermost_modules
 
 KERNEL_COLUMNS = (
     "name", "category", "library", "dtype", "tensor_cores", "device", "stream", "ts_us", "dur_us",
@@ -282,6 +283,16 @@ def kernel_columns(t: Trace, columns: Sequence[str] = TABLE_COLUMNS) -> dict[str
         for c, k in (("mod", 0), ("op", 1), ("tc", 2)):
             vals = [p[k] for p in per_key]
             got[c] = lambda vals=vals: [vals[i] for i in kl]
+        if not marked:
+            # Without pyprof markers or an autograd sequence number on the chain, the attribution
+            # has at most a user annotation: the op that launched the kernel says more.
+            launcher = got["op"]
+            got["op"] = lambda launcher=launcher: [
+                b if b and (not a or a.startswith("ProfilerStep#")) else a for a, b in zip(launcher(), by_pair(3))
+            ]
+            # pyprof's mod is the Python module of the call; without its markers the nearest
+            # equivalent is the nn.Module range around the launching op.
+            got["mod"] = lambda plain=got["mod"]: _kineto_mods(t, sel, plain())
     if need & _WORK:
         kf, kb = kernel_work(t)
         kf, kb = kf[sel], kb[sel]
@@ -295,6 +306,17 @@ def kernel_columns(t: Trace, columns: Sequence[str] = TABLE_COLUMNS) -> dict[str
         if c not in out:
             out[c] = got[c]() if c in got else [None] * n
     return {c: out[c] for c in columns}
+
+
+def _kineto_mods(t: Trace, sel: np.ndarray, plain: list[Any]) -> list[Any]:
+    """`plain` with each kernel at GPU rows `sel` inside an nn.Module range given that module."""
+    mods = innermost_modules(t)
+    if mods is None:
+        return plain
+    mid, text = mods
+    kop = kernel_op(t, sel)
+    m = np.where(kop != NONE, mid[np.maximum(kop, 0)], NONE).tolist()
+    return [text[k] if k != NONE else p for k, p in zip(m, plain)]
 
 
 def _occupancy(g: Any, sel: np.ndarray) -> np.ndarray:

@@ -1,5 +1,6 @@
 """`perflint kernels PATH`: one row per kernel launch, pyprof's columns by pyprof's names beside
-perflint's; `perflint ops PATH`: one row per op. Rows stream out as they are formatted."""
+perflint's; `perflint ops PATH`: one row per op. csv, tsv and json rows stream out as they are
+formatted; a text table sizes its columns to all of its rows first."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def add_parser(sub: Any, name: str) -> None:
         p.add_argument("--sort", default="device_total_us", metavar="COL", help="sort by this column: numbers descending, text ascending (default device_total_us)")
         p.add_argument("--top", type=int, default=None, metavar="N", help="only the first N rows (per trace)")
     p.add_argument("--format", choices=("text", "csv", "tsv", "json"), default="text", help="output format (default: text)")
-    p.add_argument("-w", "--width", type=int, default=None, metavar="N", help="text: total line width (default: no limit)")
+    p.add_argument("-w", "--width", type=int, default=None, metavar="N", help="text: total line width (default: the terminal's; no limit when piped)")
     add_options(p, ("input_format",))
 
 
@@ -145,23 +146,12 @@ def write(rows: Iterable[dict[str, Any]], cols: list[str], fmt: str, width: int 
         for r in rows:
             w.writerow([_cell(r.get(c)) for c in cols])
         return
-    # Text: fixed widths (rows stream, so widths cannot wait for the last row); the widest column
-    # (kernel or op names) takes what -w leaves.
-    widths = {c: max(len(c), _WIDTH.get(c, 10)) for c in cols}
-    if width is not None:
-        wide = next((c for c in ("kernel", "name", "layer", "module") if c in widths), cols[-1])
-        rest = sum(v + 2 for c, v in widths.items() if c != wide)
-        widths[wide] = max(len(wide), width - rest)
-    out.write("  ".join(c.ljust(widths[c]) for c in cols).rstrip() + "\n")
-    for r in rows:
-        out.write("  ".join(_fit(str(_cell(r.get(c))), widths[c]) for c in cols).rstrip() + "\n")
+    # Text: every row is needed to size the columns to their content.
+    from perflint.report.text_table import render, terminal_width
 
-
-_WIDTH = {"flops": 14, "input_shape": 24, "module": 24, "layer": 32, "tc_eligible": 11, "idx": 5, "dir": 5, "sil": 9, "tc": 2, "seq": 6, "tid": 8, "sub": 3, "device": 6, "stream": 6, "grid": 12, "block": 12, "kernel": 60, "name": 40, "op": 16, "mod": 18}
-
-
-def _fit(text: str, w: int) -> str:
-    return text.ljust(w) if len(text) <= w else text[: max(1, w - 1)] + "…"
+    cells = [[str(_cell(r.get(c))) for c in cols] for r in rows]
+    for line in render(cols, cells, width if width is not None else terminal_width()):
+        out.write(line + "\n")
 
 
 __all__ = ["add_parser", "run", "write"]

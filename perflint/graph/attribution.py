@@ -214,8 +214,10 @@ def _site(t: Trace, st: _State) -> Site:
         names = [_sanitize(n) for n, _ in marks if n.endswith(("backward", "Backward"))]
         if not names:
             names = [n for n, _ in marks]
-        if not names and others:
-            names = list(others[:1])
+        if not names:
+            # The outermost annotation, as pyprof takes it; a profiler's step marker wraps every
+            # kernel of the step and names none of them.
+            names = [n for n in others if not n.startswith("ProfilerStep#")][:1]
         mod, opn = ("na",) * max(len(names), 1), tuple(names)
     return Site(
         mod=mod,

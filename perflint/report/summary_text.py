@@ -6,11 +6,13 @@ the JSON output carries every bucket)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from perflint.report._common import fmt_us as _us
+from perflint.report.text_table import cut_column
 from perflint.units import fmt_size
 
 SPARK_WIDTH = 60
@@ -32,9 +34,8 @@ def sparkline(values: list[float]) -> str:
     return "".join(_BARS[i] for i in idx.tolist())
 
 
-def _binned(starts: np.ndarray, ends: np.ndarray, vals: np.ndarray, lo: float, hi: float, n: int) -> list[float]:
-    """Time-weighted mean of piecewise-constant `vals` over `n` equal slices of [lo, hi]."""
-    edges = np.linspace(lo, hi, n + 1)
+def _binned(starts: np.ndarray, ends: np.ndarray, vals: np.ndarray, edges: np.ndarray) -> list[float]:
+    """Time-weighted mean of piecewise-constant `vals` over the slices between `edges`."""
     # overlap of every segment with every slice: segments and slices are few (buckets, <= 60)
     ov = np.clip(np.minimum(ends[None, :], edges[1:, None]) - np.maximum(starts[None, :], edges[:-1, None]), 0.0, None)
     width = np.diff(edges)
@@ -48,24 +49,31 @@ def _timeline(tl: dict[str, Any]) -> list[str]:
         return ["Timeline        no GPU kernels in the profiled range"]
     lo, hi = float(rng[0]), float(rng[1])
     bucket = float(tl.get("bucket_us") or (hi - lo) or 1.0)
-    n = max(1, min(SPARK_WIDTH, round((hi - lo) / bucket)))  # a character is a bucket, or several
-    lines = [f"Timeline        {_us(hi - lo)} in buckets of {_us(bucket)}; one character = {_us((hi - lo) / n)}"]
+    buckets = max(1, math.ceil((hi - lo) / bucket - 1e-9))
+    if buckets <= SPARK_WIDTH:  # a character is a bucket; the last one may be shorter
+        edges = np.minimum(lo + bucket * np.arange(buckets + 1), hi)
+        edges[-1] = hi
+        last = hi - float(edges[-2])
+        tail = f" (the last {_us(last)})" if last < 0.999 * bucket else ""
+        lines = [f"Timeline        {_us(hi - lo)}; one character = one {_us(bucket)} bucket{tail}"]
+    else:  # too many buckets for a line: a character is an equal share of the range
+        edges = np.linspace(lo, hi, SPARK_WIDTH + 1)
+        lines = [f"Timeline        {_us(hi - lo)}; one character = {_us((hi - lo) / SPARK_WIDTH)}"]
     for dev, series in sorted(tl["devices"].items(), key=lambda kv: int(kv[0]) if str(kv[0]).isdigit() else 0):
         util = np.asarray(series.get("utilization") or [], dtype=np.float64).reshape(-1, 2)
         if len(util):
             starts = util[:, 0]
             ends = np.append(starts[1:], hi)
-            vals = _binned(starts, ends, util[:, 1], lo, hi, n)
+            vals = _binned(starts, ends, util[:, 1], edges)
             lines.append(f"  GPU {dev} utilization    |{sparkline(vals)}| mean {100 * float(np.mean(vals)):.1f}%")
         sm = np.asarray(series.get("sm_efficiency") or [], dtype=np.float64).reshape(-1, 3)
         if len(sm):
-            vals = _binned(sm[:, 0], sm[:, 1], sm[:, 2], lo, hi, n)
+            vals = _binned(sm[:, 0], sm[:, 1], sm[:, 2], edges)
             lines.append(f"  GPU {dev} SM efficiency  |{sparkline(vals)}|")
     return lines
 
 
-def _short(name: str, width: int) -> str:
-    return name if len(name) <= width else name[: width - 3] + "..."
+NAME_WIDTH = 60  # kernel names in the text; cut in the middle, kept apart (report.text_table)
 
 
 def _opt(x: float | None, nd: int = 2) -> str:
@@ -78,11 +86,12 @@ def _kernel_view(rows: list[dict[str, Any]]) -> list[str]:
         return []
     more = f" (top {KERNEL_VIEW_ROWS} of {len(rows)})" if len(rows) > KERNEL_VIEW_ROWS else ""
     out = [f"Kernel view{more}:", f"  {'TC':>3} {'calls':>6} {'total':>10} {'mean':>10} {'max':>10} {'min':>10} {'blk/SM':>7} {'occ%':>6}  kernel"]
-    for r in rows[:KERNEL_VIEW_ROWS]:
+    shown = rows[:KERNEL_VIEW_ROWS]
+    for r, name in zip(shown, cut_column([r["name"] for r in shown], NAME_WIDTH)):
         tc = "-" if r["tensor_cores"] is None else ("yes" if r["tensor_cores"] else "no")
         out.append(
             f"  {tc:>3} {r['calls']:>6} {_us(r['total_us']):>10} {_us(r['mean_us']):>10} {_us(r['max_us']):>10} "
-            f"{_us(r['min_us']):>10} {_opt(r['blocks_per_sm']):>7} {_opt(r['occupancy_pct'], 1):>6}  {_short(r['name'], 60)}"
+            f"{_us(r['min_us']):>10} {_opt(r['blocks_per_sm']):>7} {_opt(r['occupancy_pct'], 1):>6}  {name}"
         )
     return out
 
@@ -95,8 +104,9 @@ def _inductor(v: dict[str, Any] | None) -> list[str]:
         if not c["count"]:
             continue
         out.append(f"  {cat:<22} {c['count']:>6} {_us(c['time_us']):>10} {c['pct']:6.1f}%")
-        for k in c["kernels"][:INDUCTOR_ROWS]:
-            out.append(f"    {k['count']:>6} {_us(k['time_us']):>10} {k['pct']:6.1f}%  {_short(k['name'], 60)}")
+        ks = c["kernels"][:INDUCTOR_ROWS]
+        for k, name in zip(ks, cut_column([k["name"] for k in ks], NAME_WIDTH)):
+            out.append(f"    {k['count']:>6} {_us(k['time_us']):>10} {k['pct']:6.1f}%  {name}")
     return out
 
 
@@ -167,10 +177,10 @@ def render_summary(t: dict[str, Any]) -> str:
     if k["top"]:
         lines.append("Top kernels:")
         lines.append(f"  {'total':>10} {'count':>6} {'mean':>10}  kernel  [top-level op]")
-        for row in k["top"]:
+        for row, name in zip(k["top"], cut_column([r["name"] for r in k["top"]], NAME_WIDTH)):
             op = f"  [{row['top_level_op']}]" if row["top_level_op"] else ""
             lines.append(
-                f"  {_us(row['total_us']):>10} {row['count']:>6} {_us(row['mean_us']):>10}  {_short(row['name'], 60)}{op}"
+                f"  {_us(row['total_us']):>10} {row['count']:>6} {_us(row['mean_us']):>10}  {name}{op}"
             )
     lines += _kernel_view(t.get("kernel_view") or [])
     lines += _inductor(t.get("inductor"))

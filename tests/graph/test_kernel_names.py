@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from perflint.cli import main
-from perflint.metrics.itanium import demangle, name_components
+from perflint.demangle import demangle, name_components
 from perflint.metrics.kernel_class import classify_kernel, rule_names
 from perflint.metrics.kernel_names import parse_kernel_name, short_name, split_top
 from perflint.metrics.kernel_table import ROWS

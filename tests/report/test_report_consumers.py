@@ -151,6 +151,12 @@ def test_summary_timeline_sparkline() -> None:
     assert util.endswith("mean 50.0%")
     sm = next(l for l in lines if "SM efficiency" in l).split("|")[1]
     assert sm[0] == "▄" and sm[-1] == " "
+    assert lines[0] == "Timeline        1.0 ms; one character = 16.7 µs"  # 100 buckets do not fit: equal shares
+    tl["range_us"] = [0.0, 95.0]  # 9.5 buckets of 10 µs: one a character, the last shorter
+    tl["devices"]["0"]["utilization"] = [[10.0 * i, 1.0] for i in range(10)]
+    lines = _timeline(tl)
+    assert lines[0] == "Timeline        95.0 µs; one character = one 10.0 µs bucket (the last 5.0 µs)"
+    assert len(next(l for l in lines if "utilization" in l).split("|")[1]) == 10
 
 
 def test_summary_timeline_in_text_on_a_real_trace(capsys: pytest.CaptureFixture[str]) -> None:
@@ -159,7 +165,10 @@ def test_summary_timeline_in_text_on_a_real_trace(capsys: pytest.CaptureFixture[
     trace = shared_trace("hta/trace_compare/base/base.json.gz")
     assert main(["summary", trace, "--timeline", "--jobs", "1"]) == 0
     text = capsys.readouterr().out
-    assert re.search(r"^Timeline +\S+ .*in buckets of", text, re.M)
+    head = re.search(r"^Timeline +(\S+ \S+); one character = (.+)$", text, re.M)
+    assert head, text
+    # Either a character is one bucket of the JSON's series, or an equal share of the range.
+    assert re.fullmatch(r"one \S+ \S+ bucket( \(the last \S+ \S+\))?|\S+ \S+", head.group(2)), head.group(2)
     util = re.search(r"^  GPU \d+ utilization +\|(.+)\| mean (\d+\.\d)%$", text, re.M)
     assert util and 1 <= len(util.group(1)) <= 60 and set(util.group(1)) <= set(" ▁▂▃▄▅▆▇█")
     assert main(["summary", trace, "--jobs", "1"]) == 0

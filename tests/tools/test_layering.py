@@ -22,6 +22,8 @@ FACE = "perflint"  # perflint/__init__.py: re-exports the API
 LAYER = {
     "errors": 0,
     "units": 0,
+    "demangle": 0,  # Itanium C++ names (kernels) read as C++
+    "yaml_lines": 0,  # where a key is in a YAML file, for config and rule errors
     "memo": 0,
     "model": 0,
     "ids": 0,
@@ -36,6 +38,7 @@ LAYER = {
     "findings": 4,
     "baseline": 5,  # snapshots and comparisons of what metrics and facts derive
     "tables": 5,
+    "module_ranges": 4.5,  # the nn.Module range around each op
     "op_view": 5,
     "engine": 6,
     "report": 7,

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from perflint.demangle import demangle
 from perflint.model import CUPTI_SYNC_NAMES, GPU_SYNC, KERNEL, MEMCPY, MEMSET, NONE, Device
 from perflint.readers.nvprof.apis import driver_name, memcpy_name, memset_name, runtime_name
 from perflint.readers.tables import Strings
@@ -45,6 +46,15 @@ class StringIds:
         """Interned string ids for an array of StringTable ids (an id the table lacks: `fallback`)."""
         return self.strings.map(ids, lambda u: self.values.get(u, fallback))
 
+    def intern_kernels(self, ids: np.ndarray) -> np.ndarray:
+        """`intern` for kernel names: nvprof keeps only the mangled name, so it is demangled here,
+        once per distinct name, for every report to show what other readers show."""
+        return self.strings.map(ids, lambda u: _demangled(self.values.get(u, "<unknown name>")))
+
+
+def _demangled(name: str) -> str:
+    return demangle(name) or name
+
 
 def _rows(con: sqlite3.Connection, sql: str, width: int) -> np.ndarray:
     rows = con.execute(sql).fetchall()
@@ -70,7 +80,7 @@ def gpu_rows(con: sqlite3.Connection, present: dict[str, set[str]], ids: StringI
             continue
         r = _rows(con, f"SELECT {', '.join(_KERNEL_COLS)} FROM {table}", len(_KERNEL_COLS))
         parts.append((r, KERNEL))
-        names.append(ids.intern(r[:, 5]))
+        names.append(ids.intern_kernels(r[:, 5]))
         extra.append(
             {
                 "grid": r[:, 6:9], "block": r[:, 9:12], "regs": r[:, 12], "shmem": r[:, 13] + r[:, 14],
