@@ -55,7 +55,54 @@ def _row(metric: str, key: str, base: list[float], cur: list[float], higher_is_w
     }
 
 
+def basis(base: Snapshot, cur: Snapshot) -> dict[str, Any]:
+    """What two snapshots are compared per: `kind` steps (both have step markers), iterations (no
+    steps, but an annotation range repeats in both: the outermost such, `range`), seconds (of
+    window) or whole (one side has steps and the other not, or a snapshot too old to say: totals
+    as recorded); `base_n` and `cur_n` are the divisors (steps, iterations, seconds), and `text`
+    says it in words. Two windows of one job rarely hold as many iterations, so their totals are
+    not comparable."""
+    bw, cw = base.get("whole"), cur.get("whole")
+    if bw is None or cw is None:
+        if base.get("steps") and cur.get("steps"):
+            bn, cn = len(base["steps"]), len(cur["steps"])
+            return {"kind": "steps", "range": None, "base_n": bn, "cur_n": cn,
+                    "text": f"per step ({bn} vs {cn} analysis steps)"}
+        why = "one has steps, the other has not" if base.get("steps") or cur.get("steps") else "no steps"
+        return {"kind": "whole", "range": None, "base_n": 1, "cur_n": 1, "text": f"whole traces as recorded ({why})"}
+    counts = {name: n for name, n in cw.get("ranges", [])}
+    for name, b_iters in bw.get("ranges", []):
+        c_iters = counts.get(name)
+        if c_iters:
+            return {"kind": "iterations", "range": name, "base_n": b_iters, "cur_n": c_iters,
+                    "text": f"per iteration (range {name!r}, {b_iters} vs {c_iters})"}
+    bs, cs = bw["window_us"] / 1e6, cw["window_us"] / 1e6
+    return {"kind": "seconds", "range": None, "base_n": bs, "cur_n": cs,
+            "text": f"per second of window ({bs:.3g} s vs {cs:.3g} s; no steps or repeating ranges)"}
+
+
+def per_unit(snap: Snapshot, kind: str, n: float) -> Snapshot:
+    """A snapshot without steps as one sample per iteration or second: its totals and kernel
+    groups divided by `n`; step time is the window per iteration (none per second)."""
+    whole = snap["whole"]
+    d = n if n > 0 else 1.0
+    samples = {k: [v / d] for k, v in whole["totals"].items()}
+    if whole.get("gpu_busy_pct") is not None:
+        samples["gpu_busy_pct"] = [float(whole["gpu_busy_pct"])]
+    if kind == "iterations":
+        samples["step_time_us"] = [whole["window_us"] / d]
+
+    def scaled(groups: dict[str, Any]) -> dict[str, Any]:
+        return {k: {**g, "time_us": [sum(g["time_us"]) / d], "count": [sum(g["count"]) / d]} for k, g in groups.items()}
+
+    return {**snap, "samples": samples, "groups": scaled(snap.get("groups", {})),
+            "folded": scaled(snap.get("folded") or {}), "bound_by": {}}
+
+
 def compare(base: Snapshot, cur: Snapshot) -> list[dict[str, Any]]:
+    b = basis(base, cur)
+    if b["kind"] in ("iterations", "seconds"):
+        base, cur = per_unit(base, b["kind"], b["base_n"]), per_unit(cur, b["kind"], b["cur_n"])
     rows: list[dict[str, Any]] = []
     bs, cs = base["samples"], cur["samples"]
     for m, (_unit, hw) in SCALARS.items():
@@ -99,6 +146,8 @@ def _grew(bound: list[dict[str, Any]]) -> str:
 def _group_rows(base: Snapshot, cur: Snapshot) -> list[dict[str, Any]]:
     cur_total = sum(sum(g["time_us"]) for g in cur.get("groups", {}).values()) or 1.0
     pairs = pair_groups(base, cur)
+    # A group left unpaired whose kernel the other side runs too (in another op) is not NEW or GONE.
+    names = {side: {g["kernel"] for g in snap.get("groups", {}).values()} for side, snap in (("b", base), ("c", cur))}
     rows = []
     for b, c, renamed_from in pairs:
         ref = c or b
@@ -107,7 +156,10 @@ def _group_rows(base: Snapshot, cur: Snapshot) -> list[dict[str, Any]]:
         zeros_c = [0.0] * (len(b["time_us"]) if b else 0)
         base_t = b["time_us"] if b else [0.0] * max(1, len(zeros_b))
         cur_t = c["time_us"] if c else [0.0] * max(1, len(zeros_c))
-        metric = "kernel_group" if b and c else ("new_group" if c else "removed_group")
+        if (b and c) or (c and c["kernel"] in names["b"]) or (b and b["kernel"] in names["c"]):
+            metric = "kernel_group"
+        else:
+            metric = "new_group" if c else "removed_group"
         label = f"{ref.get('top_level_op') or '-'} > {ref.get('op') or '-'} {ref.get('input_dims') or ''} : {ref['kernel']}"
         rows.append(
             _row(

@@ -53,15 +53,25 @@ def _op_key(g: Group) -> tuple[Any, ...]:
 
 def pair_groups(base: Snapshot, cur: Snapshot) -> list[tuple[Group | None, Group | None, str | None]]:
     """(baseline group, current group, baseline kernel name when renamed) for every kernel group
-    of either side: the same key first, then the same op stack and shapes (the op's kernel
-    changed: another cuBLAS heuristic, a new library), so a renamed kernel is one changed pair,
-    not an add plus a delete; then the new groups, then the removed ones."""
+    of either side: the same key first, then the same kernel name (exact, before any shortening)
+    under another op stack, then the same op stack and shapes (the op's kernel changed: another
+    cuBLAS heuristic, a new library), so a renamed kernel is one changed pair, not an add plus a
+    delete; then the new groups, then the removed ones."""
     bg: dict[str, Group] = dict(base.get("groups", {}))
     cg: dict[str, Group] = dict(cur.get("groups", {}))
     pairs: list[tuple[Group | None, Group | None, str | None]] = []
     for k in list(cg):
         if k in bg:
             pairs.append((bg.pop(k), cg.pop(k), None))
+    # The same kernel under another op stack (a window cut mid-iteration, a renamed annotation)
+    # is still the same kernel: never NEW on one side and GONE on the other.
+    by_kernel: dict[str, list[str]] = {}
+    for k, g in bg.items():
+        by_kernel.setdefault(g["kernel"], []).append(k)
+    for k, g in list(cg.items()):
+        cands = by_kernel.get(g["kernel"])
+        if cands:
+            pairs.append((bg.pop(cands.pop(0)), cg.pop(k), None))
     by_op: dict[tuple[Any, ...], list[str]] = {}
     for k, g in bg.items():
         by_op.setdefault(_op_key(g), []).append(k)
@@ -71,6 +81,15 @@ def pair_groups(base: Snapshot, cur: Snapshot) -> list[tuple[Group | None, Group
             bk = cands.pop(0)
             b = bg.pop(bk)
             pairs.append((b, cg.pop(k), b["kernel"]))
+    # A kernel kept on one side and folded away on the other (too small a share there) is paired
+    # with the other side's folded time of that kernel.
+    for side, groups, other in ((0, cg, base), (1, bg, cur)):
+        folded = other.get("folded") or {}
+        for k, g in list(groups.items()):
+            f = folded.get(g["kernel"])
+            if f is not None:
+                stub = {"top_level_op": None, "op": None, "input_dims": None, "kernel": g["kernel"], **f}
+                pairs.append((stub, groups.pop(k), None) if side == 0 else (groups.pop(k), stub, None))
     pairs.extend((None, g, None) for g in cg.values())
     pairs.extend((g, None, None) for g in bg.values())
     return pairs

@@ -39,7 +39,7 @@ def _alpha(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    from perflint.baseline.compare import compare
+    from perflint.baseline.compare import basis, compare
     from perflint.baseline.matching import pair_traces
     from perflint.report.diff import render_diff_json, render_diff_markdown, render_diff_text
     from perflint.run import load_baseline
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     base, cur = docs
     out = []
     for b, c in pair_traces(base, cur, args.allow_device_mismatch):
-        out.append({"base": b["path"], "current": c["path"], "rank": c.get("rank"), "rows": compare(b, c)})
+        out.append({"base": b["path"], "current": c["path"], "rank": c.get("rank"), "basis": basis(b, c), "rows": compare(b, c)})
     text = render[args.format](out, args.alpha, args.top)
     html = functools.partial(write_diff, args.html, base, cur, out, args.alpha, args.top)
     wrote = write_all([html, functools.partial(write_file, args.output or "-", text, "the diff")], args.debug)

@@ -73,11 +73,17 @@ def _sig(r: dict[str, Any], alpha: float) -> str:
         return change
     if p is None:
         return f"{change} (untested: one sample)"
-    return f"{change} p={p:.3f}{' *' if significant else ''}"
+    return f"{change} p={p:.3g}{' *' if significant else ''}"
 
 
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:+.1f}%"
+
+
+def basis_text(pair: dict[str, Any]) -> str:
+    """What a pair was compared per, in words ("" for a pair made without one)."""
+    b = pair.get("basis")
+    return str(b["text"]) if b else ""
 
 
 def _sections(pairs: list[dict[str, Any]], top: int) -> list[tuple[str, list[dict[str, Any]], list[dict[str, Any]]]]:
@@ -174,10 +180,12 @@ def fit_labels(labels: list[str], width: int = LABEL_WIDTH) -> list[str]:
 
 def render_diff_text(pairs: list[dict[str, Any]], alpha: float = 0.05, top: int = 15) -> str:
     lines = []
-    for title, rows, bound in _sections(pairs, top):
+    for pair, (title, rows, bound) in zip(pairs, _sections(pairs, top)):
         labels = fit_labels([_short_label(r) for r in rows])
         w = max([LABEL_WIDTH, *map(len, labels)])
         lines.append(f"== {title}")
+        if basis_text(pair):
+            lines.append(f"  compared {basis_text(pair)}")
         lines.append(f"  {'metric':<{w}} {'baseline':>10} {'current':>10} {'delta':>10} {'pct':>8}  change")
         for r, label in zip(rows, labels):
             lines.append(
@@ -199,8 +207,11 @@ def render_diff_text(pairs: list[dict[str, Any]], alpha: float = 0.05, top: int 
 
 def render_diff_markdown(pairs: list[dict[str, Any]], alpha: float = 0.05, top: int = 15) -> str:
     out = ["# perflint diff", ""]
-    for title, rows, bound in _sections(pairs, top):
-        out += [f"## {title}", "", "| metric | baseline | current | delta | % | change |", "|---|---:|---:|---:|---:|---|"]
+    for pair, (title, rows, bound) in zip(pairs, _sections(pairs, top)):
+        out += [f"## {title}", ""]
+        if basis_text(pair):
+            out += [f"Compared {basis_text(pair)}.", ""]
+        out += ["| metric | baseline | current | delta | % | change |", "|---|---:|---:|---:|---:|---|"]
         for r in rows:
             label = _label(r).replace("|", "\\|")
             out.append(
@@ -226,7 +237,8 @@ def _assessed(r: dict[str, Any], alpha: float) -> dict[str, Any]:
 
 
 def render_diff_json(pairs: list[dict[str, Any]], alpha: float = 0.05, top: int = 0) -> str:
-    """Every row (no --top), full names, with its minimum effect, change and significance."""
+    """Every row (no --top), full names, with its minimum effect, change and significance; each
+    pair with its `basis` (what it was compared per: perflint.baseline.compare.basis)."""
     out = [{**p, "rows": [_assessed(r, alpha) for r in p["rows"]]} for p in pairs]
     return orjson.dumps({"schema": "perflint-diff", "schema_version": 1, "alpha": alpha, "pairs": out},
                         option=orjson.OPT_INDENT_2).decode() + "\n"
