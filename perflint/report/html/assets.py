@@ -11,18 +11,18 @@ h3{font-size:1.05em;margin:1em 0 .4em}.mut{color:var(--mut)}code,.mono{font-fami
 .verdict{font-size:1.2em;font-weight:600;padding:10px 14px;border-radius:6px;background:var(--card);border-left:6px solid var(--ok)}
 .verdict.failed,.verdict.error{border-left-color:var(--err)}.sev-error{color:var(--err)}.sev-warning{color:var(--warn)}.sev-info{color:var(--info)}
 .finding{border:1px solid var(--line);border-radius:6px;padding:8px 12px;margin:8px 0;background:var(--card)}
-.finding .head{font-weight:600;color:var(--fg)}.finding p{margin:6px 0}.finding dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:6px 0}.finding dt{color:var(--mut)}.finding dd{margin:0;overflow-wrap:anywhere}
+.finding .head{font-weight:600;color:var(--fg)}.finding p{margin:6px 0}.finding p,.finding summary,.finding li,p{overflow-wrap:anywhere}.finding dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:6px 0}.finding dt{color:var(--mut)}.finding dd{margin:0;overflow-wrap:anywhere}
 .cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(150px,1fr));gap:8px}.card{background:var(--card);border:1px solid var(--line);border-radius:6px;padding:8px}
 .card b{display:block;font-size:1.3em}.grid2{display:grid;grid-template-columns:1fr 1fr;gap:16px}@media (max-width:800px){.grid2{grid-template-columns:1fr}}
-.tw{overflow-x:auto;max-width:100%}table{border-collapse:collapse;width:100%;margin:4px 0}th,td{padding:3px 8px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
-td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}th.sortable{cursor:pointer;user-select:none}th.sortable::after{content:" \\2195";color:var(--mut)}
+.tw{overflow-x:auto;max-width:100%}table{border-collapse:collapse;width:100%;margin:4px 0}th,td{padding:3px 8px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top;overflow-wrap:anywhere}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}td.n{white-space:nowrap;overflow-wrap:normal}th{overflow-wrap:normal;word-break:normal}th.sortable{cursor:pointer;user-select:none}th.sortable::after{content:" \\2195";color:var(--mut)}
 th[aria-sort=ascending]::after{content:" \\2191"}th[aria-sort=descending]::after{content:" \\2193"}
 details{margin:6px 0}summary{cursor:pointer;color:var(--mut)}section.trace{border-top:2px solid var(--line);margin-top:24px}
-.fig{margin:8px 0;overflow-x:auto}svg.chart{width:100%;min-width:460px;max-width:900px;height:auto;display:block;font-size:12px}svg .ink{fill:var(--fg)}svg .small{font-size:10px}svg .grid{stroke:var(--line)}
+.fig{margin:8px 0;overflow-x:auto}svg.chart{width:100%;max-width:900px;height:auto;display:block;font-size:12px;overflow:hidden}svg .ink{fill:var(--fg)}svg .small{font-size:10px}svg .grid{stroke:var(--line)}
 svg .s0{fill:var(--s0)}svg .s1{fill:var(--s1)}svg .s2{fill:var(--s2)}svg .s3{fill:var(--s3)}svg .s4{fill:var(--s4)}svg .s5{fill:var(--s5)}svg .s6{fill:var(--s6)}svg .s7{fill:var(--s7)}svg .roof{fill:none !important;stroke-width:2}svg .roof.s0{stroke:var(--s0)}svg .roof.s1{stroke:var(--s1)}
 svg .area{fill-opacity:.55;stroke:var(--s0)}svg .box{fill:none;stroke:var(--mut)}svg .med{stroke:var(--fg);stroke-width:2}svg .dot{fill-opacity:.7}svg .busy{fill:var(--line)}svg .crit{stroke:var(--fg);stroke-width:.6}svg .link{stroke:var(--fg);stroke-width:.8;stroke-dasharray:2 2}
-.nw{white-space:nowrap}.tw td code{display:inline-block;min-width:16em}.hook{border:1px dashed var(--line);padding:8px;border-radius:6px;color:var(--mut)}
-@media (max-width:480px){main{padding:8px}body{font-size:13px}th,td{padding:2px 4px}}
+.nw{white-space:nowrap}.brk{overflow-wrap:normal}.rl{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:12px;align-items:start}@media (max-width:800px){.rl{grid-template-columns:minmax(0,1fr)}}.key{margin:8px 0;padding-left:2.2em;font-size:.92em}.key li{break-inside:avoid;overflow-wrap:anywhere}.group-where{font-size:.92em}.finding ul{margin:4px 0;padding-left:1.4em}.hook{border:1px dashed var(--line);padding:8px;border-radius:6px;color:var(--mut)}
+@media (max-width:480px){main{padding:6px}body{font-size:13px}th,td{padding:2px 3px}table{font-size:.88em}td.n{white-space:normal}}
 """
 
 # Sorts a table when a header with class "sortable" is clicked: numbers by data-v, text otherwise.

@@ -143,7 +143,8 @@ def panels(ctx: Context, summary: dict[str, Any] | None = None) -> dict[str, Any
         "tensor_cores": summ["tensor_cores"],
         "kernels": summ["kernels"],
         "kernel_view": summ.get("kernel_view"),  # `perflint summary` only
-        "steps": {"numbers": [s.number for s in steps], "durs_us": [round(s.us, 3) for s in steps]},
+        "steps": {"numbers": [s.number for s in steps], "durs_us": [round(s.us, 3) for s in steps],
+                  "window": model.window.describe()},
         "step_model": summ.get("step_model"),
         "breakdown": breakdown,
         "breakdown_why": why,

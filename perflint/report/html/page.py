@@ -3,6 +3,7 @@ chart with its numbers in a table behind it (details/summary)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from html import escape
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 from perflint._version import __version__
 from perflint.report.html import svg
 from perflint.report.html.assets import CSS, JS
-from perflint.units import fmt_duration
+from perflint.units import fmt_duration, fmt_size
 
 Cell = tuple[str, float | None]  # shown text, sort value (None: sort by text)
 MAX_RANK_DETAILS = 8  # a run with more ranks details only its slowest and fastest ones
@@ -39,9 +40,44 @@ def figure(chart: str, caption: str, tab: str) -> str:
 
 
 def n(x: float | None, unit: str = "", nd: int = 1) -> Cell:
+    """A number with `nd` decimals (none for a whole number), thousands separated."""
     if x is None:
         return ("n/a", None)
-    return (escape(f"{x:,.{nd}f}{unit}"), float(x))
+    text = f"{x:,.0f}" if float(x).is_integer() else f"{x:,.{nd}f}"
+    return (escape(text + unit), float(x))
+
+
+def breakable(text: str) -> str:
+    """`text` escaped, with line-break chances after its dots, dashes and underscores, so dotted
+    names wrap at their parts rather than letter by letter."""
+    return '<span class="brk">' + re.sub(r"([._\-/])", "\\1<wbr>", escape(text)) + "</span>"
+
+
+def d(us: float | None) -> Cell:
+    """A duration in µs, shown in the unit its size calls for (µs, ms, s)."""
+    return ("n/a", None) if us is None else (escape(fmt_duration(us)), float(us))
+
+
+def b(nbytes: float | None) -> Cell:
+    """A size in bytes, shown in KB, MB or GB."""
+    return ("n/a", None) if nbytes is None else (escape(fmt_size(nbytes)), float(nbytes))
+
+
+def distinct_labels(keys: Sequence[tuple[str, Any]]) -> list[str]:
+    """A label per (path, rank): the shortest trailing part of the path that no other trace shares
+    (two runs' "profiler" directories become "run_1/profiler" and "run_2/profiler"), with the rank."""
+    parts = [[x for x in path.replace("\\", "/").split("/") if x] or [path] for path, _ in keys]
+    depth = [1] * len(keys)
+    for _ in range(max((len(p) for p in parts), default=1)):
+        tails = ["/".join(p[-k:]) for p, k in zip(parts, depth)]
+        seen: dict[str, int] = {}
+        for (tail, (_, rank)) in zip(tails, keys):
+            seen[f"{tail}\0{rank}"] = seen.get(f"{tail}\0{rank}", 0) + 1
+        clash = [seen[f"{tail}\0{rank}"] > 1 for tail, (_, rank) in zip(tails, keys)]
+        if not any(clash):
+            break
+        depth = [k + 1 if c and k < len(p) else k for k, c, p in zip(depth, clash, parts)]
+    return ["/".join(p[-k:]) + (f" [rank {rank}]" if rank is not None else "") for p, k, (_, rank) in zip(parts, depth, keys)]
 
 
 def t(text: Any) -> Cell:
@@ -97,13 +133,16 @@ def breakdown_block(p: dict[str, Any]) -> str:
     steps = bd["steps"]
     labels = [str(s["step"]) for s in steps]
     chart = svg.stacked("Step-time breakdown per step", labels, parts, [[s[q]["us"] for q in parts] for s in steps])
-    head = [("step", True), ("total us", True)] + [(f"{q} us", True) for q in parts]
-    rows = [[(str(s["step"]), float(s["step"])), n(s["total_us"])] + [n(s[q]["us"]) for q in parts] for s in steps]
+    head = [("step", True), ("total", True)] + [(q, True) for q in parts]
+    rows = [[(str(s["step"]), float(s["step"])), d(s["total_us"])] + [d(s[q]["us"]) for q in parts] for s in steps]
     avg = bd["average"]
     avg_line = ", ".join(f"{q} {avg[q]['pct']:.1f}%" for q in parts)
     note = f" (every {bd['all_steps'] // max(1, len(steps))}th of {bd['all_steps']} steps shown)" if bd["all_steps"] > len(steps) else ""
-    return (f"<h3>Step-time breakdown</h3><p>Average step {escape(svg.num(avg['total_us']))}us over {avg['steps']} steps: "
-            f"{escape(avg_line)}{escape(note)}</p>" + figure(chart, "step time by part, per step (TB plugin's breakdown)", table(head, rows)))
+    # The TB plugin's steps: every ProfilerStep, the first and last included, so its mean differs
+    # from the step model's median analysis step above.
+    what = "the one ProfilerStep" if avg["steps"] == 1 else f"all {avg['steps']} ProfilerSteps, the first and last included"
+    return (f"<h3>Step-time breakdown</h3><p>Mean step {escape(fmt_duration(avg['total_us']))} over {what} (the TensorBoard "
+            f"plugin's steps; not the single median analysis step above): {escape(avg_line)}{escape(note)}</p>" + figure(chart, "step time by part, per step (TB plugin's breakdown)", table(head, rows)))
 
 
 def timeline_block(p: dict[str, Any]) -> str:
@@ -112,10 +151,11 @@ def timeline_block(p: dict[str, Any]) -> str:
         return ""
     out = ["<h3>GPU busy timeline</h3>"]
     for dev, vals in tl["devices"].items():
-        chart = svg.area(f"GPU {dev} utilization per {tl['bucket_us']} us bucket", vals, tl["bucket_us"])
-        rows = [[n(i * tl["bucket_us"], nd=0), n(100.0 * v)] for i, v in enumerate(vals)]
-        out.append(figure(chart, f"GPU {dev} utilization per {svg.num(tl['bucket_us'])}us bucket (TB plugin series)",
-                          table([("offset us", True), ("busy %", True)], rows)))
+        bucket = fmt_duration(tl["bucket_us"])
+        chart = svg.area(f"GPU {dev} utilization per {bucket} bucket", vals, tl["bucket_us"])
+        rows = [[d(i * tl["bucket_us"]), n(100.0 * v)] for i, v in enumerate(vals)]
+        out.append(figure(chart, f"GPU {dev} utilization per {bucket} bucket (TB plugin series)",
+                          table([("offset", True), ("busy %", True)], rows)))
     return "".join(out)
 
 
@@ -124,8 +164,8 @@ def category_block(p: dict[str, Any]) -> str:
     rows = sorted(((c, v["time_us"], v["pct"]) for c, v in cats.items() if v["time_us"] > 0), key=lambda r: -r[1])
     if not rows:
         return ""
-    chart = svg.hbars("GPU time by kernel category", [(c, us) for c, us, _ in rows], "{:,.0f}", "us")
-    tab = table([("category", False), ("time us", True), ("% of GPU time", True)], [[t(c), n(us), n(pc)] for c, us, pc in rows])
+    chart = svg.hbars("GPU time by kernel category", [(c, us) for c, us, _ in rows], "us")
+    tab = table([("category", False), ("time", True), ("% of GPU time", True)], [[t(c), d(us), n(pc)] for c, us, pc in rows])
     return "<h3>Kernel time by category</h3>" + figure(chart, "GPU time by kernel category", tab)
 
 
@@ -133,9 +173,9 @@ def kernels_block(p: dict[str, Any]) -> str:
     top = (p.get("kernels") or {}).get("top") or []
     if not top:
         return ""
-    rows = [[code(k["name"]), t(k.get("top_level_op")), n(k["count"], nd=0), n(k["total_us"]), n(k["mean_us"], nd=2)] for k in top]
+    rows = [[code(k["name"]), code(k.get("top_level_op") or ""), n(k["count"], nd=0), d(k["total_us"]), d(k["mean_us"])] for k in top]
     return "<h3>Top kernels</h3>" + table(
-        [("kernel", False), ("top-level op", False), ("calls", True), ("total us", True), ("mean us", True)], rows)
+        [("kernel", False), ("top-level op", False), ("calls", True), ("total", True), ("mean", True)], rows)
 
 
 KERNEL_VIEW_ROWS = 100  # the JSON output carries every kernel name
@@ -147,10 +187,10 @@ def kernel_view_block(p: dict[str, Any]) -> str:
     if not kv:
         return ""
     tc = {None: "-", True: "yes", False: "no"}
-    rows = [[code(k["name"]), t(tc[k["tensor_cores"]]), n(k["calls"], nd=0), n(k["total_us"]), n(k["mean_us"], nd=2), n(k["max_us"], nd=2),
-             n(k["min_us"], nd=2), n(k["blocks_per_sm"], nd=2), n(k["occupancy_pct"], "%")] for k in kv[:KERNEL_VIEW_ROWS]]
-    tab = table([("kernel", False), ("Tensor Cores", False), ("calls", True), ("total us", True), ("mean us", True), ("max us", True),
-                 ("min us", True), ("mean blocks/SM", True), ("mean est. occupancy", True)], rows)
+    rows = [[code(k["name"]), t(tc[k["tensor_cores"]]), n(k["calls"], nd=0), d(k["total_us"]), d(k["mean_us"]), d(k["max_us"]),
+             d(k["min_us"]), n(k["blocks_per_sm"], nd=2), n(k["occupancy_pct"], "%")] for k in kv[:KERNEL_VIEW_ROWS]]
+    tab = table([("kernel", False), ("Tensor Cores", False), ("calls", True), ("total", True), ("mean", True), ("max", True),
+                 ("min", True), ("mean blocks/SM", True), ("mean est. occupancy", True)], rows)
     more = f" (top {KERNEL_VIEW_ROWS} of {len(kv)})" if len(kv) > KERNEL_VIEW_ROWS else ""
     return f"<details><summary>Kernel view: {len(kv)} kernel names{more}</summary>{tab}</details>"
 
@@ -159,14 +199,14 @@ def ops_block(p: dict[str, Any]) -> str:
     ops = p.get("ops") or []
     if not ops:
         return ""
-    rows = [[code(o["name"]), n(o["calls"], nd=0), n(o["host_us"]), n(o["device_self_us"])] for o in ops]
-    return "<h3>Top ops</h3>" + table([("op", False), ("calls", True), ("host total us", True), ("device self us", True)], rows)
+    rows = [[code(o["name"]), n(o["calls"], nd=0), d(o["host_us"]), d(o["device_self_us"])] for o in ops]
+    return "<h3>Top ops</h3>" + table([("op", False), ("calls", True), ("host total", True), ("device self", True)], rows)
 
 
 def comparison_block(cmp: dict[str, Any] | None, alpha: float = 0.05, top: int = 15) -> str:
     """Before/after per-step distributions with the significance test's result, then the rows the
     diff's text report lists, in its order."""
-    from perflint.report.diff import _bound_lines, _label, _sections, _sig
+    from perflint.report.diff import _label, _sections, _sig, kind_of
 
     if not cmp:
         return ""
@@ -177,7 +217,7 @@ def comparison_block(cmp: dict[str, Any] | None, alpha: float = 0.05, top: int =
         chart = svg.strips(f"{metric} per step, baseline vs current", [("baseline", s["base"]), ("current", s["current"])], unit)
         r = by_metric.get(metric)
         caption = f"{metric}: {_sig(r, alpha) if r else 'n/a'}"
-        rows = [[t(side), n(float(i), nd=0), n(v, nd=2)] for side in ("base", "current") for i, v in enumerate(s[side])]
+        rows = [[t(side), n(float(i), nd=0), _of(kind_of(metric), v)] for side in ("base", "current") for i, v in enumerate(s[side])]
         out.append(f"<h4>{escape(caption)}</h4>" + figure(chart, f"{metric} per analysis step", table(
             [("side", False), ("step #", True), (metric, True)], rows)))
     (_, listed, bound), = _sections([{"base": "", "current": "", "rank": None, "rows": cmp["rows"]}], top)
@@ -185,15 +225,43 @@ def comparison_block(cmp: dict[str, Any] | None, alpha: float = 0.05, top: int =
     if listed:
         out.append(table(
             [("what", False), ("baseline", True), ("current", True), ("delta %", True), ("significance", False)],
-            [[code(_label(r)), n(r["base_median"]), n(r["cur_median"]), n(r["delta_pct"], "%"), (f"<span class=nw>{escape(_sig(r, alpha))}</span>", None)]
-             for r in listed]))
+            [[code(_label(r)), _of(kind_of(r["metric"]), r["base_median"]), _of(kind_of(r["metric"]), r["cur_median"]),
+              ("n/a", None) if r["delta_pct"] is None else (f'{r["delta_pct"]:+.1f}%', r["delta_pct"]), (f"<span class=nw>{escape(_sig(r, alpha))}</span>", None)] for r in listed]))
         out.append(f"<p class=mut>Medians over analysis steps; one-sided Mann-Whitney U, * = p &lt; {alpha}.</p>")
     if bound:
-        head, brows = _bound_lines(bound)
-        out.append(f"<p>The {escape(head)}</p>" + table(
-            [("critical path", False), ("baseline us", True), ("current us", True), ("delta us", True), ("share of the change", True)],
-            [[t(label), t(b), t(c), t(d), t(share)] for label, b, c, d, share in brows]))  # fmt: skip
+        out.append(_bound_table(bound))
     return "".join(out)
+
+
+def _of(kind: str, x: float | None) -> Cell:
+    """A diff row's value in its kind's unit: durations, sizes, counts or percentages."""
+    if kind == "time":
+        return d(x)
+    if kind == "bytes":
+        return b(x)
+    return n(x, "%" if kind == "pct" else "", nd=1)
+
+
+def _bound_table(bound: list[dict[str, Any]]) -> str:
+    """The median step's change split along its critical path, as the text diff splits it."""
+    from perflint.report.diff import MIN_EFFECT
+
+    base = sum(r["base_median"] or 0.0 for r in bound)
+    cur = sum(r["cur_median"] or 0.0 for r in bound)
+    change = cur - base
+    rows = []
+    for r in sorted(bound, key=lambda r: -abs(r["delta"] or 0.0)):
+        delta = r["delta"] or 0.0
+        if abs(delta) < MIN_EFFECT["time"][0] and not r["base_median"] and not r["cur_median"]:
+            continue
+        pct = 100.0 * delta / change if abs(change) > 0 else None
+        share = ("n/a", None) if pct is None else ("0%" if abs(pct) < 0.5 else f"{pct:+.0f}%", pct)
+        sign = "+" if delta > 0 else ""
+        rows.append([t(r["label"]), d(r["base_median"]), d(r["cur_median"]), (escape(sign + fmt_duration(delta)), delta), share])
+    head = (f"The median step {fmt_duration(base)} &rarr; {fmt_duration(cur)} ({'+' if change >= 0 else '-'}{fmt_duration(abs(change))}), "
+            "split along its critical path:")
+    return f"<p>{head}</p>" + table([("critical path", False), ("baseline", True), ("current", True), ("delta", True),
+                                     ("share of the change", True)], rows)
 
 
 def _rank_lanes(lanes: dict[str, Any] | None, c: int) -> str:
@@ -205,9 +273,9 @@ def _rank_lanes(lanes: dict[str, Any] | None, c: int) -> str:
     busy = [(f"rank {r}", ivs) for r, ivs in lanes["busy"].items()]
     waits = [(me, a, b, f"waits for rank {late}: {name}", c) for a, b, late, name in lanes["waits"]]
     chart = svg.lanes("the median step's collectives across ranks", lo, hi, busy, waits)
-    rows = [[t(me), n(a - lo), n(b - a), t(f"rank {late}"), code(name)] for a, b, late, name in lanes["waits"]]
+    rows = [[t(me), d(a - lo), d(b - a), t(f"rank {late}"), code(name)] for a, b, late, name in lanes["waits"]]
     return figure(chart, f"the median step's collectives on each rank (grey, {me}'s clock) and {me}'s waits in them for the last rank to arrive (coloured)",
-                  table([("rank", False), ("start us", True), ("waits us", True), ("for", False), ("collective", False)], rows))
+                  table([("rank", False), ("start", True), ("waits", True), ("for", False), ("collective", False)], rows))
 
 
 def step_model_block(p: dict[str, Any]) -> str:
@@ -221,8 +289,11 @@ def step_model_block(p: dict[str, Any]) -> str:
     step = sm.get("median_step")
     total = sum(b["us"] for b in bound)
     colour = {b["category"]: i for i, b in enumerate(bound)}  # by rank: the largest get distinct colours
-    what = f"Median step {step}" if step is not None else "The whole trace"
-    head = f"{what}: {fmt_duration(total)}" + (f", replayed within {err:.1f}%" if err is not None else "")
+    # One step, not an average: the median of the analysis steps (edge steps excluded unless asked).
+    window = (p.get("steps") or {}).get("window")
+    what = (f"Median step {step} (a single step: the median of the analysis steps, {window})" if window else
+            f"Median step {step} (a single step: the median of the analysis steps)") if step is not None else "The whole trace (no steps)"
+    head = f"{what}: {fmt_duration(total)} along its critical path" + (f", replayed within {err:.1f}%" if err is not None else "")
     notes = "".join(f"<li>{escape(x)}</li>" for x in sm.get("replay_notes") or [])
     out = [f"<h3>What bounds the step</h3><p>{escape(head)}.</p>" + (f"<ul class=mut>{notes}</ul>" if notes else "")]
     if sm.get("ranks"):
@@ -232,7 +303,7 @@ def step_model_block(p: dict[str, Any]) -> str:
         out.append(_rank_lanes(sm["ranks"].get("lanes"), colour.get("comm_wait", 0)))
     bar = svg.shares("what bounds the median step", [(b["label"], b["pct"], colour[b["category"]]) for b in bound])
     out.append(figure(bar, "the median step's time along its critical path, by category",
-                      table([("category", False), ("us", True), ("% of the step", True)], [[t(b["label"]), n(b["us"]), n(b["pct"], "%")] for b in bound])))
+                      table([("category", False), ("time", True), ("% of the step", True)], [[t(x["label"]), d(x["us"]), n(x["pct"], "%")] for x in bound])))
     path = sm.get("critical_path") or []
     if path:
         lo, hi = sm.get("critical_path_span_us") or (path[0]["start_us"], path[-1]["end_us"])
@@ -241,21 +312,21 @@ def step_model_block(p: dict[str, Any]) -> str:
                           [(r["lane"], r["start_us"], r["end_us"], svg.short(r["name"], 60), colour.get(r["category"], 0)) for r in path])
         from perflint.stepmodel.critical import LABELS
 
-        rows = [[t(r["lane"]), n(r["start_us"] - lo), n(r["end_us"] - r["start_us"]), t(LABELS.get(r["category"], r["category"])), code(r["name"])] for r in path]
+        rows = [[t(r["lane"]), d(r["start_us"] - lo), d(r["end_us"] - r["start_us"]), t(LABELS.get(r["category"], r["category"])), code(r["name"])] for r in path]
         more = sm.get("critical_path_runs") or len(path)
         shown = f" (its {len(path)} longest runs of {more})" if more > len(path) else ""
         out.append(figure(chart, f"critical path of the median step{shown} (coloured, replayed times) over what ran on each CPU thread and GPU stream (grey)",
-                          table([("lane", False), ("start us", True), ("us", True), ("mostly", False), ("longest piece", False)], rows)))
+                          table([("lane", False), ("start", True), ("time", True), ("mostly", False), ("longest piece", False)], rows)))
     wi = sm.get("what_if_all") or {}
     if wi.get("what_ifs"):
         per = wi.get("per", "step")
-        rows = [[(escape(w["code"]), None), code(w["message"], 110), t(w["change"]), n(w["saving_per_step_us"]), n(w["predicted_step_us"])]
+        rows = [[(f'<span class=nw>{escape(w["code"])}</span>', None), code(w["message"], 110), t(w["change"]), d(w["saving_per_step_us"]), d(w["predicted_step_us"])]
                 for w in wi["what_ifs"]]
-        rows.append([t("all"), t(f"{len(wi['what_ifs'])} fixes together"), t(""), n(wi["step_us"] - wi["predicted_step_us"]), n(wi["predicted_step_us"])])
+        rows.append([t("all"), t(f"{len(wi['what_ifs'])} fixes together"), t(""), d(wi["step_us"] - wi["predicted_step_us"]), d(wi["predicted_step_us"])])
         out.append(f"<h3>What if it were fixed</h3><p>The median {per} ({fmt_duration(wi['step_us'])}) replayed with each finding's fix, "
                    f"then with all of them together: {fmt_duration(wi['predicted_step_us'])} ({-wi['saving_pct']:+.0f}%).</p>"
-                   + table([("finding", False), ("message", False), ("fix changes", False), (f"saves us per {per}", True),
-                            (f"predicted {per} us", True)], rows))  # fmt: skip
+                   + table([("finding", False), ("message", False), ("fix changes", False), (f"saves per {per}", True),
+                            (f"predicted {per}", True)], rows))  # fmt: skip
     return "".join(out)
 
 
@@ -268,15 +339,18 @@ def roofline_block(p: dict[str, Any]) -> str:
     pts = r["points"]
     chart = svg.roofline(f"roofline of the top ops on {r['device']}", r["roofs"], r["bandwidth_gbps"],
                          [(q["name"], q["intensity"], q["tflops"]) for q in pts])  # fmt: skip
-    rows = [[n(float(k), nd=0), code(q["name"]), n(q["device_us"]), n(q["intensity"], nd=2), n(q["tflops"], nd=3),
+    rows = [[n(float(k), nd=0), code(q["name"]), d(q["device_us"]), n(q["intensity"], nd=2), n(q["tflops"], nd=3),
              n(q["pct_of_peak"], "%"), t(q["bound"])] for k, q in enumerate(pts, 1)]  # fmt: skip
     roofs = ", ".join(f"{label} {pk:g} TFLOP/s" for label, pk in r["roofs"])
     note = (f"<p class=mut>{escape(r['device'])}: memory {r['bandwidth_gbps']:g} GB/s, {escape(roofs)} (dense peaks; "
             f"source: {escape(r['source'])}). FLOPs and bytes from the op models; % of peak is of the roof that binds "
             "each op's kernels.</p>")  # fmt: skip
-    return "<h3>Roofline</h3>" + figure(chart, "achieved TFLOP/s and arithmetic intensity of the ops with most device time", table(
-        [("#", True), ("op", False), ("device total us", True), ("FLOP/byte", True), ("TFLOP/s", True), ("% of peak", True), ("bound", False)],
-        rows)) + note  # fmt: skip
+    # The numbers' key stays open beside the chart: points that share a spot share a label.
+    key = "".join(f'<li value="{k}"><code title="{escape(q["name"])}">{escape(svg.short(q["name"], 90))}</code> '
+                  f'<span class=mut>{escape(fmt_duration(q["device_us"]))}</span></li>' for k, q in enumerate(pts, 1))
+    return "<h3>Roofline</h3><div class=rl>" + figure(chart, "achieved TFLOP/s and arithmetic intensity of the ops with most device time", table(
+        [("#", True), ("op", False), ("device total", True), ("FLOP/byte", True), ("TFLOP/s", True), ("% of peak", True), ("bound", False)],
+        rows)) + f'<ol class="key">{key}</ol></div>' + note  # fmt: skip
 
 
 def trace_section(p: dict[str, Any], alpha: float = 0.05) -> str:
@@ -303,23 +377,17 @@ def ranks_block(panels: list[dict[str, Any]], findings_per: dict[str, int] | Non
     """Step time per trace (rank): a strip plot and the per-rank aggregates."""
     if len(panels) < 2:
         return ""
-    groups = [(_label(p), p["steps"]["durs_us"]) for p in panels]
+    labels = distinct_labels([(p["path"], p.get("rank")) for p in panels])
+    groups = [(label, p["steps"]["durs_us"]) for label, p in zip(labels, panels)]
     chart = svg.strips("step time per trace", groups)
     rows = []
-    for p in panels:
-        d = p["steps"]["durs_us"]
-        rows.append([t(_label(p)), n(len(d), nd=0), n(_median(d)), n(max(d) if d else None),
+    for label, p in zip(labels, panels):
+        durs = p["steps"]["durs_us"]
+        rows.append([(f'<span title="{escape(p["path"])}">{escape(label)}</span>', None), n(len(durs), nd=0), d(_median(durs)), d(max(durs) if durs else None),
                      n((p.get("gpu") or {}).get("utilization_pct"), "%"), n((findings_per or {}).get(_key(p), 0), nd=0)])
-    tab = table([("trace", False), ("steps", True), ("median step us", True), ("max step us", True),
+    tab = table([("trace", False), ("steps", True), ("median step", True), ("max step", True),
                  ("GPU util", True), ("findings", True)], rows)
-    return "<h2>Step time per trace</h2>" + figure(chart, "step time per trace (analysis steps)", tab)
-
-
-def _label(p: dict[str, Any]) -> str:
-    import os
-
-    base = os.path.basename(p["path"])
-    return base if p.get("rank") is None else f"{base} [rank {p['rank']}]"
+    return "<h2>Step time per trace</h2>" + figure(chart, "step time per trace: each trace's analysis steps (edge steps left out unless --include-edge-steps)", tab)
 
 
 def _key(p: dict[str, Any]) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from html import escape
 from typing import Any
 
@@ -41,6 +42,77 @@ def _finding(f: Finding) -> str:
             f"<p>{escape(f.message)}</p><dl>{dl}</dl></details>")
 
 
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*(?:e[-+]?\d+)?")
+
+
+def shape(f: Finding) -> tuple[str, str, str]:
+    """What makes findings the same across ranks and traces: rule, severity and the message with
+    its numbers taken out (each rank measures its own times)."""
+    msg = f.message.replace(f.trace, "") if f.trace else f.message
+    return f.code, f.severity, _NUMBER.sub("#", msg)
+
+
+def group(findings: list[Finding]) -> list[list[Finding]]:
+    """Findings of one rule with the same message shape, in the order of their first member;
+    one group per finding when each comes from a different rule or says something different."""
+    groups: dict[tuple[str, str, str], list[Finding]] = {}
+    for f in findings:
+        groups.setdefault(shape(f), []).append(f)
+    return list(groups.values())
+
+
+def spans(numbers: list[int]) -> str:
+    """Integers as ranges: [0, 1, 2, 3, 5] -> "0-3, 5"."""
+    out: list[str] = []
+    xs = sorted(set(numbers))
+    i = 0
+    while i < len(xs):
+        j = i
+        while j + 1 < len(xs) and xs[j + 1] == xs[j] + 1:
+            j += 1
+        out.append(str(xs[i]) if i == j else f"{xs[i]}-{xs[j]}" if j > i + 1 else f"{xs[i]}, {xs[j]}")
+        i = j + 1
+    return ", ".join(out)
+
+
+def where_text(fs: list[Finding]) -> str:
+    """Where a group's findings come from: the ranks (per trace file) or the traces."""
+    by_trace: dict[str, list[int]] = {}
+    plain: list[str] = []
+    for f in fs:
+        if f.rank is None:
+            plain.append(os.path.basename(f.trace))
+        else:
+            by_trace.setdefault(os.path.dirname(f.trace) or f.trace, []).append(f.rank)
+    parts = []
+    ranks = sorted({r for rs in by_trace.values() for r in rs})
+    if ranks:
+        parts.append(f"{len(ranks)} ranks: {spans(ranks)}" if len(ranks) > 1 else f"rank {ranks[0]}")
+    names = list(dict.fromkeys(plain))
+    if names:
+        parts.append(f"{len(names)} traces: {', '.join(names)}" if len(names) > 1 else names[0])
+    return "; ".join(parts)
+
+
+def _group_html(fs: list[Finding]) -> str:
+    """One entry for findings that say the same thing on several ranks or traces: the first (most
+    severe, most recoverable) in full, then each member's own numbers."""
+    if len(fs) == 1:
+        return _finding(fs[0])
+    f = fs[0]
+    total = sum(x.impact_us or 0.0 for x in fs)
+    impact = f" <span class=mut>(~{escape(fmt_us(total))} recoverable in all)</span>" if total else ""
+    members = "".join(
+        f"<li><span class=mut>{escape(location_label(x))}</span>"
+        + (f" ~{escape(fmt_us(x.impact_us))}" if x.impact_us else "") + f": {escape(x.message)}</li>"
+        for x in fs
+    )
+    return (f'<details class="finding" data-code="{escape(f.code)}"><summary class="head"><span class="sev-{f.severity}">'
+            f"{escape(f.code)}</span> {escape(f.name)} &times;{len(fs)}{impact} <span class=mut>{escape(where_text(fs))}</span></summary>"
+            f"<p>{escape(f.message)}</p><details><summary>each of the {len(fs)}</summary><ul class=group-where>{members}</ul></details>"
+            f"{_finding(f).split('</p>', 1)[1].removesuffix('</details>')}</details>")
+
+
 def by_rule(findings: list[Finding]) -> str:
     """One row per rule: how many findings, on how many traces, and the time their fixes can win."""
     rows: dict[str, list[Any]] = {}
@@ -51,11 +123,11 @@ def by_rule(findings: list[Finding]) -> str:
         r[4] += f.impact_us or 0.0
     rank = {s: i for i, s in enumerate(SEVERITIES)}
     body = [
-        [(f'<span class="sev-{sev}">{escape(c)}</span>', None), page.t(sev), page.t(name), page.n(k, nd=0),
+        [(f'<span class="sev-{sev} nw">{escape(c)}</span> <span class=mut>{sev}</span>', None), (page.breakable(name), None), page.n(k, nd=0),
          page.n(len(tr), nd=0), (escape(fmt_us(imp)) if imp else "-", imp)]
         for c, (sev, name, k, tr, imp) in sorted(rows.items(), key=lambda kv: (rank[kv[1][0]], -kv[1][4]))
     ]
-    return page.table([("rule", False), ("severity", False), ("name", False), ("findings", True), ("traces", True),
+    return page.table([("rule", False), ("name", False), ("findings", True), ("traces", True),
                        ("recoverable", True)], body)
 
 
@@ -67,9 +139,11 @@ def findings_part(result: RunResult) -> list[str]:
     active = ordered(result.active_findings())
     out.append("<h2>Findings</h2>" + (by_rule(active) if active else "<p>None.</p>"))
     for sev in SEVERITIES:
-        group = [f for f in active if f.severity == sev]
-        if group:
-            out.append(f'<h3 class="sev-{sev}">{sev.capitalize()}s ({len(group)})</h3>' + "".join(_finding(f) for f in group))
+        found = [f for f in active if f.severity == sev]
+        if found:
+            groups = group(found)
+            n_groups = f", {len(groups)} distinct" if len(groups) < len(found) else ""
+            out.append(f'<h3 class="sev-{sev}">{sev.capitalize()}s ({len(found)}{n_groups})</h3>' + "".join(_group_html(g) for g in groups))
     quiet = [f for f in result.all_findings() if not f.active]
     if quiet:
         out.append(f"<details><summary>{len(quiet)} suppressed or accepted</summary>"
