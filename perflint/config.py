@@ -16,6 +16,7 @@ from typing import Any
 
 from perflint.errors import ConfigError
 from perflint.findings import FailOn, Severity
+from perflint.yaml_lines import yaml_line
 
 # Plain dataclasses, which pydantic validates where a config file is read (`_validate`): a run
 # without a config file never imports pydantic. Unknown keys are errors.
@@ -104,7 +105,7 @@ def _checked(path: Path, data: dict[str, Any], spelled: dict[Any, Any]) -> Confi
             loc = list(err["loc"])
             if loc:
                 loc[0] = spelled.get(loc[0], loc[0])  # the key as the file spells it
-            problems.append((config_line(path, loc), _problem(loc, err)))
+            problems.append((yaml_line(path, loc), _problem(loc, err)))
         problems.sort(key=lambda lp: lp[0] or 0)  # in the file's order
         raise ConfigError(*config_problem(path, problems)) from None
 
@@ -146,37 +147,6 @@ def _problem(loc: list[Any], err: Any) -> str:
     return f"key '{key}': {msg}, not {shown}"
 
 
-def config_line(path: Path, loc: list[Any]) -> int | None:
-    """The line (1-based) of the YAML node at `loc` (keys and list indexes), or of its nearest
-    parent present; None for TOML or an unreadable file. Used only on an error, so it reads again."""
-    if path.suffix not in (".yaml", ".yml"):
-        return None
-    import yaml
-
-    try:
-        node = yaml.compose(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except (OSError, yaml.YAMLError):
-        return None
-    if node is None:
-        return None
-    line = int(node.start_mark.line) + 1
-    for part in loc:
-        nxt = None
-        if isinstance(node, yaml.MappingNode):
-            for k, v in node.value:
-                if str(k.value) == str(part) or str(k.value).replace("-", "_") == str(part):
-                    line = int(k.start_mark.line) + 1
-                    nxt = v
-                    break
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
-            nxt = node.value[part]
-            line = int(nxt.start_mark.line) + 1
-        if nxt is None:
-            break
-        node = nxt
-    return line
-
-
 def _validate(path: Path, data: dict[str, Any]) -> Config:
     # The file's keys are spelled with dashes (fail-on) or underscores (fail_on), both taken.
     spelled = {k.replace("-", "_") if isinstance(k, str) else k: k for k in data}
@@ -187,7 +157,7 @@ def _validate(path: Path, data: dict[str, Any]) -> Config:
     for i, s in enumerate(cfg.suppress):
         if not s.reason.strip():
             raise ConfigError(
-                *config_problem(path, [(config_line(path, ["suppress", i, "reason"]), f"key 'suppress.{i}.reason': a suppression needs a non-empty reason")])
+                *config_problem(path, [(yaml_line(path, ["suppress", i, "reason"]), f"key 'suppress.{i}.reason': a suppression needs a non-empty reason")])
             )
     cfg.source = str(path)
     base = path.parent

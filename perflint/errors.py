@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+# The problem of a run whose paths all were excluded: not an unreadable trace, and counted apart.
+NOTHING_TO_CHECK = "nothing to check"
+
 
 class PerflintError(Exception):
     """A user-facing error: bad input, config or rule. Rendered as one line, exit code 2."""

@@ -218,6 +218,14 @@ class Trace:
     # Derived per-trace data computed once by graph and metrics (kernel classes, launch times...).
     memo: Memo = field(default_factory=Memo, repr=False, compare=False)
 
+    def __repr__(self) -> str:
+        # The dataclass repr would print every column and string: thousands of lines.
+        rank = "" if self.rank is None else f", rank={self.rank}"
+        return (
+            f"Trace({self.path!r}, format={self.format!r}{rank}, ops={len(self.ops)}, runtime={len(self.runtime)}, "
+            f"gpu={len(self.gpu)}, steps={len(self.steps)}, devices={sorted(self.devices)}, warnings={len(self.warnings)})"
+        )
+
     def recorded(self, key: str) -> str:
         """The words for `key` of DEFAULT_RECORDING in this trace's profiler's terms."""
         return self.recording.get(key) or DEFAULT_RECORDING[key]

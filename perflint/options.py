@@ -116,7 +116,7 @@ class CheckOptions:
     accepted: PathArg | None = _option(
         None, Spec("accepted findings (perflint accept): fail only on new ones", "rules", ci=True, metavar="FILE")
     )
-    input_format: str | None = _option(None, Spec("trace format, overriding detection (kineto)", "input", metavar="NAME"))
+    input_format: str | None = _option(None, Spec("trace format, overriding detection: kineto, nsys, nvprof, mindspore, or a plugin reader's name", "input", metavar="NAME"))
     include_edge_steps: bool = _option(
         False, Spec("keep the first (warm-up) and last ProfilerStep, which are excluded by default", "input", config=True)
     )

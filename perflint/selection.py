@@ -14,11 +14,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from perflint.config import Config, Suppression, config_line, config_problem
+from perflint.config import Config, Suppression, config_problem
 from perflint.engine.rule_core import RuleCore, coerce_param
 from perflint.engine.run import ActiveRule
 from perflint.errors import ConfigError
 from perflint.findings import Finding, Severity
+from perflint.yaml_lines import yaml_line
 
 
 def selector_score(sel: str, rule: RuleCore) -> int:
@@ -52,12 +53,18 @@ def select_rules(
     sel = select if select else (cfg.select if cfg.select is not None else ["ALL"])
     sel = sel + cfg.extend_select + (extend_select or [])
     ign = cfg.ignore + (ignore or [])
-    for s in [*sel, *ign]:
-        if s != "ALL" and not any(selector_score(s, r) for r in rules):
-            raise ConfigError(cfg.source or "command line", f"selector '{s}' matches no rule")
+    # Each unknown selector is named where it was written: the option, or the config's line.
+    for what, given in (("select", select), ("extend_select", extend_select), ("ignore", ignore)):
+        for s in given or []:
+            if not _known(s, rules):
+                raise ConfigError(what, _no_rule(s, rules))
+    for key, given in (("select", cfg.select or []), ("extend-select", cfg.extend_select), ("ignore", cfg.ignore)):
+        for i, s in enumerate(given):
+            if not _known(s, rules):
+                raise ConfigError(*_config_where(cfg, [key, i], f"key '{key}': {_no_rule(s, rules)}"))
     for key in cfg.rules:  # an override of a rule that does not exist would silently do nothing
-        if key != "ALL" and not any(selector_score(key, r) for r in rules):
-            raise ConfigError(*_override_where(cfg, key, f"key 'rules.{key}': selector '{key}' matches no rule"))
+        if not _known(key, rules):
+            raise ConfigError(*_override_where(cfg, key, f"key 'rules.{key}': {_no_rule(key, rules)}"))
     active: list[ActiveRule] = []
     for r in rules:
         if _best(sel, r) <= _best(ign, r):
@@ -83,13 +90,32 @@ def select_rules(
     return active
 
 
+def _known(sel: str, rules: list[RuleCore]) -> bool:
+    return sel == "ALL" or any(selector_score(sel, r) for r in rules)
+
+
+def _no_rule(sel: str, rules: list[RuleCore]) -> str:
+    """"selector 'X' matches no rule", with the closest code, name or group when one is close."""
+    import difflib
+
+    names = {n for r in rules for n in (r.code, r.name, *r.groups)}
+    # Case-blind, and on a tie the first in order (TC001 before TC003).
+    score, best = min(((-difflib.SequenceMatcher(None, sel.lower(), n.lower()).ratio(), n) for n in names), default=(0.0, ""))
+    return f"selector '{sel}' matches no rule" + (f" (did you mean '{best}'?)" if -score >= 0.6 else "")
+
+
 def _override_where(cfg: Config, key: str, problem: str, sub: list[Any] | None = None) -> tuple[str, str]:
-    """A rule override's error, at its line when the config is YAML. Merged configs
-    (`extends`) name the last file read; the key's line is looked up there."""
+    """A rule override's error, at its line when the config is YAML."""
+    return _config_where(cfg, ["rules", key, *(sub or [])], problem)
+
+
+def _config_where(cfg: Config, loc: list[Any], problem: str) -> tuple[str, str]:
+    """A config error at the line of `loc` when the config is YAML. Merged configs (`extends`)
+    name the last file read; the key's line is looked up there."""
     if not cfg.source:
         return "config", problem
     path = Path(cfg.source)
-    return config_problem(path, [(config_line(path, ["rules", key, *(sub or [])]), problem)])
+    return config_problem(path, [(yaml_line(path, loc), problem)])
 
 
 def _matches(s: Suppression, f: Finding, rule: RuleCore) -> bool:

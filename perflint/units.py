@@ -1,4 +1,4 @@
-"""Durations and sizes as a person reads them: the unit chosen by magnitude."""
+"""Durations, sizes and counts as a person reads them: the unit chosen by magnitude."""
 
 from __future__ import annotations
 
@@ -23,4 +23,9 @@ def fmt_size(nbytes: float) -> str:
     return f"{int(nbytes)} B"
 
 
-__all__ = ["fmt_duration", "fmt_size"]
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """`n` and `word`, with an s (or as `many` says) unless n is 1 ("1 trace", "3 traces")."""
+    return f"{n} {word}" if n == 1 else f"{n} {many or word + 's'}"
+
+
+__all__ = ["fmt_duration", "fmt_size", "plural"]

@@ -10,6 +10,7 @@ from typing import Any
 from perflint.commands import check
 from perflint.commands.common import add_check_options, report_skipped, write_json
 from perflint.errors import UsageError
+from perflint.units import plural
 
 _WHAT = "record today's findings as accepted (ratchet): later checks with --accepted fail only on new findings"
 
@@ -27,10 +28,6 @@ def add_parser(sub: Any, name: str) -> None:
     existing = p.add_mutually_exclusive_group()
     existing.add_argument("--merge", action="store_true", help="add to the output file, keeping its entries")
     existing.add_argument("--force", action="store_true", help="replace the output file")
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         tail = ", replacing the previous file"
     where = "stdout" if args.output == "-" else args.output
     print(
-        f"perflint: {_plural(stats.accepted, 'finding')} accepted from {_plural(stats.traces, 'trace')} into {where}{tail}",
+        f"perflint: {plural(stats.accepted, 'finding')} accepted from {plural(stats.traces, 'trace')} into {where}{tail}",
         file=sys.stderr,
     )
     return 2 if result.errors else 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import shutil
 import sys
@@ -56,7 +57,8 @@ positive_int = text_reader(read_count)
 
 
 def _add_paths(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="+", metavar="PATH", help="trace files (.json, .json.gz) or directories of rank files")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="trace files (PyTorch/Kineto .json, .json.gz; Nsight Systems .sqlite, .sqlite3, .sql; nvprof .nvvp) or "
+        "directories of them (one per rank) and MindSpore profiler output directories")
 
 
 def add_input_options(p: argparse.ArgumentParser) -> None:
@@ -224,11 +226,22 @@ def source_root(args: argparse.Namespace) -> str:
 
 
 def report_options(args: argparse.Namespace, color: bool | None = None) -> ReportOptions:
-    """The options every report of a `check` run is rendered with (stdout's: colour and width)."""
+    """The options every report of a `check` run is rendered with (stdout's: colour, width, and
+    whether stderr's error lines already reach the same place)."""
     on = use_color(args) if color is None else color
     return ReportOptions(
         max_bytes=getattr(args, "max_bytes", None),
         color=on,
         root=source_root(args),
         width=text_width(args) if color is None else None,
+        errors_shown=color is None and getattr(args, "output", None) in (None, "-") and stdout_is_stderr(),
     )
+
+
+def stdout_is_stderr() -> bool:
+    """Whether stdout and stderr are one terminal or file (a console, `2>&1`)."""
+    try:
+        out, err = os.fstat(sys.stdout.fileno()), os.fstat(sys.stderr.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return False  # a captured stream: not a file
+    return (out.st_dev, out.st_ino, out.st_rdev) == (err.st_dev, err.st_ino, err.st_rdev)

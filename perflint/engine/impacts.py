@@ -20,7 +20,7 @@ from perflint.facts import Context, Row
 from perflint.findings import Finding, reaches
 from perflint.stepmodel import Fix, step_model
 from perflint.stepmodel.whatif import RESIDUAL
-from perflint.units import fmt_duration
+from perflint.units import fmt_duration, plural
 
 # A warning or error saves at least this share of the analysed time; less is info.
 MIN_SAVING_PCT = 1.0
@@ -97,7 +97,7 @@ def apply_step_impacts(ctx: Context, pending: list[Pending]) -> dict[str, Any] |
         f = p.finding
         estimate = f.impact_us
         left = " on top of every other finding's fix" if fix.change in RESIDUAL else ""
-        f.evidence["impact_basis"] = f"step model: {got.steps} analysed step(s) replayed with {WHAT[fix.change]}{left}"
+        f.evidence["impact_basis"] = f"step model: {plural(got.steps, 'analysed step')} replayed with {WHAT[fix.change]}{left}"
         if estimate is not None and fix.change in ("shorten_gpu", "pin_copies"):
             f.evidence["gpu_time_saved_us"] = estimate
         elif estimate is not None:

@@ -16,6 +16,7 @@ from perflint.engine.message import placeholder_fields
 from perflint.engine.rule_core import ENGINE_FIELDS, RuleCore, RuleSchemaError, parse_rule
 from perflint.errors import RuleError
 from perflint.facts import RUN_SOURCES, SOURCES, fields_of, load_all
+from perflint.yaml_lines import yaml_line
 
 # libyaml's loader parses ~10x faster than the pure-Python one; same safe tag set.
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -58,9 +59,21 @@ def load_rule_file(path: Path, data: Any = None) -> RuleCore:
     try:
         rule = parse_rule(data)
     except RuleSchemaError as exc:
-        raise RuleProblems(str(path), exc.problems) from None
+        raise RuleProblems(str(path), [_at_line(path, p) for p in exc.problems]) from None
     check_rule_against_facts(path, rule)
     return rule
+
+
+_KEY = re.compile(r"^key '([^']+)'")
+
+
+def _at_line(path: Path, problem: str) -> str:
+    """`problem` ("key 'params.x.default': why") with the line of its key in the file."""
+    m = _KEY.match(problem)
+    if m is None:
+        return problem
+    line = yaml_line(path, [int(p) if p.isdigit() else p for p in m.group(1).split(".")], exact=True)
+    return f"line {line}: {problem}" if line else problem
 
 
 def check_rule_against_facts(path: Path, rule: RuleCore) -> None:

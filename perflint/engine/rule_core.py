@@ -62,8 +62,11 @@ def coerce_param(kind: str, value: Any) -> Any:
     else:
         ok = isinstance(value, list)
     if not ok:
-        raise ValueError(f"expected a {kind}, got {value!r}")
+        raise ValueError(f"expected {_KIND_WORDS.get(kind, kind)}, got {value!r}")
     return value
+
+
+_KIND_WORDS = {"float": "a number", "int": "an integer", "bool": "true or false", "str": "a string", "list": "a list"}
 
 
 def _doc(text: str) -> msgspec.Meta:
@@ -249,7 +252,7 @@ def parse_rule(data: Any) -> RuleCore:
     # msgspec stops at the first problem: look at each key on its own to name them all.
     fields = msgspec.structs.fields(RuleCore)
     known = {f.encode_name for f in fields}
-    problems = [f"key '{k}': unknown key" for k in data if k not in known]
+    problems = [f"key '{k}': unknown key{_did_you_mean(str(k), known)}" for k in data if k not in known]
     for f in fields:
         if f.encode_name not in data:
             if f.required:
@@ -257,6 +260,13 @@ def parse_rule(data: Any) -> RuleCore:
             continue
         problems += _value_problems(f.encode_name, data[f.encode_name], f.type)
     raise RuleSchemaError(problems or [_problem("", first)])
+
+
+def _did_you_mean(key: str, known: set[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(key, sorted(known), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def json_schema() -> dict[str, Any]:

@@ -11,6 +11,7 @@ import numpy as np
 from perflint.facts import Context, Row, enricher, fact
 from perflint.facts._common import model
 from perflint.metrics.stats import np_median
+from perflint.units import plural
 
 FIELDS = {
     "step": "ProfilerStep number (null: the whole trace, which has no step markers)",
@@ -82,7 +83,7 @@ def step_busy_summary(ctx: Context, row: Row) -> Row:
     pct = np.array([p for _, p in busy])
     worst, worst_pct = busy[int(np.argmin(pct))]
     if m.window.has_steps:
-        scope = f"median of {len(busy)} analysis step(s); least busy step #{worst.number} at {worst_pct:.1f}%"
+        scope = f"median of {plural(len(busy), 'analysis step')}; least busy step #{worst.number} at {worst_pct:.1f}%"
     else:
         scope = m.window.describe()
     return {

@@ -11,7 +11,7 @@ import functools
 import os
 from typing import Any
 
-from perflint.errors import InputError
+from perflint.errors import NOTHING_TO_CHECK, InputError
 from perflint.model import Trace
 from perflint.plugins import entry_points
 from perflint.readers import sqlite
@@ -134,6 +134,7 @@ def _raise(exc: BaseException) -> Any:
 
 # Why a file under a scanned directory is not checked: (path, reason), in path order.
 Skip = tuple[str, str]
+EXCLUDED = "excluded by pattern"  # the reason of a file an --exclude glob matched
 
 
 def trace_suffixes() -> tuple[str, ...]:
@@ -158,7 +159,7 @@ def discover(paths: list[str], exclude: list[str] | tuple[str, ...] = ()) -> tup
     for p in paths:
         if os.path.isdir(p) and _claiming(p) is None:
             found, skips = _scan_dir(p, tuple(exclude))
-            if not found:
+            if not found and not any(why.startswith(EXCLUDED) for _, why in skips):  # else the user's choice
                 what = f"{len(skips)} file{'s' if len(skips) != 1 else ''} skipped" if skips else "no files"
                 errors.append(InputError(p, f"no trace files in directory ({what}; trace files are {', '.join(trace_suffixes())})"))
             files.extend(found)
@@ -168,11 +169,12 @@ def discover(paths: list[str], exclude: list[str] | tuple[str, ...] = ()) -> tup
             if glob is None:
                 files.append(p)
             else:
-                skipped.append((p, f"excluded by pattern '{glob}'"))
+                skipped.append((p, f"{EXCLUDED} '{glob}'"))
         else:
             errors.append(InputError(p, "no such file or directory"))
     if paths and not files and not errors:  # everything excluded: a run that checks nothing must not pass
-        errors.append(InputError(" ".join(paths), f"no trace to check ({len(skipped)} excluded)"))
+        n = sum(why.startswith(EXCLUDED) for _, why in skipped)
+        errors.append(InputError(" ".join(paths), f"{NOTHING_TO_CHECK}: --exclude excludes every trace ({n} excluded)"))
     return files, errors, skipped
 
 
@@ -210,7 +212,7 @@ def _scan_dir(root: str, exclude: tuple[str, ...]) -> tuple[list[str], list[Skip
                 if glob is None:
                     found.append(dirpath)
                 else:
-                    skipped.append((dirpath, f"excluded by pattern '{glob}'"))
+                    skipped.append((dirpath, f"{EXCLUDED} '{glob}'"))
                 continue
         for f in sorted(filenames):
             if f.startswith("."):
@@ -218,7 +220,7 @@ def _scan_dir(root: str, exclude: tuple[str, ...]) -> tuple[list[str], list[Skip
             path = os.path.join(dirpath, f)
             glob = excluded_by(os.path.relpath(path, root), exclude)
             if glob is not None:
-                skipped.append((path, f"excluded by pattern '{glob}'"))
+                skipped.append((path, f"{EXCLUDED} '{glob}'"))
             elif f.endswith(tuple(CONVERT_HINTS)):
                 skipped.append((path, CONVERT_HINTS[next(s for s in CONVERT_HINTS if f.endswith(s))].format(name=f)))
             elif not f.endswith(suffixes):

@@ -19,6 +19,9 @@ class ReportOptions:
     color: bool = False  # ANSI colour in the text report (a terminal, and NO_COLOR unset)
     root: str | None = None  # SARIF/annotation/Code Quality paths are made relative to this (default: cwd)
     width: int | None = None  # the text report wraps to this many columns; None: one line per item
+    # The unreadable traces' lines already went to the stream this report is printed on (stderr
+    # and stdout are one terminal or file): the text reports count them without repeating them.
+    errors_shown: bool = False
 
 
 Reporter = Callable[[RunResult, ReportOptions], str]

@@ -11,8 +11,9 @@ import os
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from perflint.errors import NOTHING_TO_CHECK
 from perflint.findings import SEVERITY_RANK, Finding, RunResult
-from perflint.units import fmt_duration
+from perflint.units import fmt_duration, plural
 
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
@@ -95,16 +96,13 @@ def rules_by_code(result: RunResult) -> dict[str, dict[str, Any]]:
     return dict(sorted(out.items()))
 
 
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
 def counts_line(result: RunResult) -> str:
     c = full_counts(result)
     parts = [plural(c["error"], "error"), plural(c["warning"], "warning"), f"{c['info']} info"]
     tail = [plural(len(result.traces), "trace")]
-    if result.errors:
-        tail.append(f"{len(result.errors)} unreadable")
+    unreadable = sum(NOTHING_TO_CHECK not in e for e in result.errors)
+    if unreadable:
+        tail.append(f"{unreadable} unreadable")
     if result.skipped:
         tail.append(f"{plural(len(result.skipped), 'file')} skipped")
     if c["suppressed"]:

@@ -24,7 +24,7 @@ def render_concise(result: RunResult, opts: ReportOptions) -> str:
         w = where(f, root, places)
         message = " ".join(f.message.split()) + context(f, w)
         lines.append(f"{w.path}:{w.line}: {f.code} {message}" if w.line is not None else f"{w.path}: {f.code} {message}")
-    for err in result.errors:
+    for err in [] if opts.errors_shown else result.errors:
         path, _, problem = err.partition(": ")
         lines.append(f"{path}: error: {problem}" if problem else f"error: {err}")
     v = verdict(result)

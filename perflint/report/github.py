@@ -15,6 +15,7 @@ from perflint.report import ReportOptions
 from perflint.report._common import impact_text, ordered, repo_path, trace_context
 from perflint.report.locations import SourceLocator, locator, source_note, where
 from perflint.report.text import render_text
+from perflint.units import plural
 
 MAX_PER_LEVEL = 10
 
@@ -65,8 +66,8 @@ def annotations(result: RunResult, root: str | None = None) -> list[str]:
         first = "; ".join(f"{s.path} ({s.reason})" for s in result.skipped[:3])
         rest = f"; and {n - 3} more" if n > 3 else ""
         out.append(
-            f"::notice title={_prop(f'perflint: {n} file' + ('s' if n != 1 else '') + ' skipped')}::"
-            + _data(f"{len(result.traces)} traces checked; skipped: {first}{rest}; see the job log or the reports")
+            f"::notice title={_prop('perflint: ' + plural(n, 'file') + ' skipped')}::"
+            + _data(f"{plural(len(result.traces), 'trace')} checked; skipped: {first}{rest}; see the job log or the reports")
         )
     more = len(found) - len(errors) - len(warnings)
     if more > 0:

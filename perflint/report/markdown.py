@@ -22,6 +22,7 @@ from perflint.report._common import (
     skipped_by_reason,
     verdict,
 )
+from perflint.units import plural
 
 DEFAULT_MAX_BYTES = 1024 * 1024
 _ICON = {"passed": "✅", "failed": "❌", "error": "⚠️"}
@@ -212,13 +213,13 @@ def render_markdown(result: RunResult, opts: ReportOptions) -> str:
         parts.append(files)
     left: list[str] = []
     if len(errors) < len(result.errors):
-        left.append(f"{len(result.errors) - len(errors)} of {len(result.errors)} errors")
+        left.append(f"{len(result.errors) - len(errors)} of {plural(len(result.errors), 'error')}")
     if len(rows) < len(findings):
-        left.append(f"{len(findings) - len(rows)} of {len(findings)} findings")
+        left.append(f"{len(findings) - len(rows)} of {plural(len(findings), 'finding')}")
     if len(details) < len(rows):
-        left.append(f"detail of {len(rows) - len(details)} findings")
+        left.append(f"detail of {plural(len(rows) - len(details), 'finding')}")
     if len(metrics) < len(result.traces):
-        left.append(f"kernel tables of {len(result.traces) - len(metrics)} traces")
+        left.append(f"kernel tables of {plural(len(result.traces) - len(metrics), 'trace')}")
     if skipped and not skipped_in:
         left.append("the skipped-rules list")
     if files and not files_in:

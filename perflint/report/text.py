@@ -10,6 +10,7 @@ and never when NO_COLOR is set (https://no-color.org).
 from __future__ import annotations
 
 import functools
+import re
 import textwrap
 
 from perflint.findings import SEVERITIES, Finding, RunResult
@@ -35,10 +36,13 @@ def _wrap(text: str, indent: str, width: int | None) -> list[str]:
 def _wrapped(text: str, indent: str, width: int) -> tuple[str, ...]:
     # Many ranks repeat the same headings and messages; textwrap is the report's slowest part.
     # Kernel names are long unbroken words: let textwrap break them rather than overflow.
-    return tuple(
-        textwrap.wrap(" ".join(text.split()), width, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False)
-        or [indent.rstrip()]
-    )
+    # A number stays on the line of its unit ("5.7 ms", "12 launches" may break; "5.7" / "ms" not).
+    glued = _NUMBER_UNIT.sub("\\1\u00a0", " ".join(text.split()))
+    lines = textwrap.wrap(glued, width, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False)
+    return tuple(line.replace("\u00a0", " ") for line in lines) or (indent.rstrip(),)
+
+
+_NUMBER_UNIT = re.compile(r"(\d) (?=(?:ns|us|µs|ms|s|min|h|B|KB|MB|GB|TB|KiB|MiB|GiB|x|pp|%|TFLOP/s|GB/s)(?![\w/]))")
 
 
 def _finding(f: Finding, color: bool, width: int | None) -> list[str]:
@@ -89,7 +93,7 @@ def render_text(result: RunResult, opts: ReportOptions) -> str:
             if len(paths) > SKIPPED_SHOWN:
                 lines.append(f"    and {len(paths) - SKIPPED_SHOWN} more")
         lines.append("")
-    for err in result.errors:
+    for err in [] if opts.errors_shown else result.errors:
         lines += _wrap(f"error: {err}", "", width)
     for t in result.traces:
         for w in t.warnings:

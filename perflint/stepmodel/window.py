@@ -23,7 +23,7 @@ import numpy as np
 from perflint.metrics.intervals import reduce_at
 from perflint.metrics.steps import analysis_steps, clipped, launch_ts, recorded_span, step_of
 from perflint.model import GPU_SYNC, NONE, Step, Trace
-from perflint.units import fmt_duration
+from perflint.units import fmt_duration, plural
 
 _SLICE = 1 << 18
 
@@ -97,7 +97,7 @@ class Window:
         if not self.has_steps:
             return self.source
         edges = ", first and last left out" if self.edges_excluded else ""
-        return f"{len(self.steps)} of {self.recorded_steps} steps ({self.source}{edges})"
+        return f"{len(self.steps)} of {plural(self.recorded_steps, 'step')} ({self.source}{edges})"
 
 
 def device_work(t: Trace) -> np.ndarray:

@@ -82,8 +82,8 @@ def test_check_bad_file_among_good_is_reported(tmp_path: Path) -> None:
 
 
 def test_check_raises_for_what_stops_the_run(tmp_path: Path) -> None:
-    with pytest.raises(perflint.PerflintError, match="matches no rule"):
-        perflint.check(CLEAN, select=["NOPE"])
+    with pytest.raises(perflint.PerflintError, match="^select: selector 'NOPE' matches no rule"):
+        perflint.check(CLEAN, select=["NOPE"])  # the argument, never "command line"
     with pytest.raises(perflint.PerflintError, match="fail_on"):
         perflint.check(CLEAN, fail_on="sometimes")  # type: ignore[arg-type]
     cfg = tmp_path / "bad.yaml"
@@ -202,3 +202,10 @@ def test_cli_and_api_share_the_runs(monkeypatch: pytest.MonkeyPatch, capsys: pyt
     monkeypatch.setattr(runs, "run_summary", spy("api summary", runs.run_summary))
     assert perflint.check(CLEAN, select="DIM").passed and perflint.summary(CLEAN)
     assert seen == ["check", "summary", "api check", "api summary"]
+
+
+def test_a_trace_repr_is_one_line() -> None:
+    t = perflint.load(CLEAN)
+    text = repr(t)
+    assert "\n" not in text and len(text) < 300, text
+    assert f"gpu={len(t.gpu)}" in text and f"steps={len(t.steps)}" in text

@@ -201,7 +201,7 @@ def _dropped(capsys: pytest.CaptureFixture[str], path: Path, problem: str) -> st
     code, out, err = _summary(capsys, path)
     assert (code, err) == (0, [])
     warnings = json.loads(out)["traces"][0]["warnings"]
-    hits = [w for w in warnings if w.startswith("1 event(s) with unusable times dropped")]
+    hits = [w for w in warnings if w.startswith("1 event with unusable times dropped")]
     assert len(hits) == 1 and re.search(problem, hits[0]), warnings
     return hits[0]
 
@@ -282,3 +282,30 @@ def test_text_format_still_summarizes_good_file(capsys: pytest.CaptureFixture[st
     assert code == 2
     assert len(err.splitlines()) == 1 and str(bad) in err and "Traceback" not in err
     assert str(GOOD) in out
+
+
+def test_an_unreadable_trace_is_printed_once_where_both_streams_meet(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a terminal (or with 2>&1) stderr's error line and the text report would say it twice."""
+    bad = tmp_path / "bad.json"
+    bad.write_text("{bad")
+    for shared, want_in_report in ((False, True), (True, False)):
+        monkeypatch.setattr("perflint.commands.common.stdout_is_stderr", lambda shared=shared: shared)
+        for fmt in ("text", "concise"):
+            code = main(["check", str(bad), str(GOOD), "--format", fmt])
+            out, err = capsys.readouterr()
+            assert code == 2 and len(err.splitlines()) == 1 and str(bad) in err
+            assert (str(bad) in out) is want_in_report, (shared, fmt, out)
+            assert "1 unreadable" in out.splitlines()[-1]
+
+
+def test_stdout_is_stderr_compares_the_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from perflint.commands.common import stdout_is_stderr
+
+    with open(tmp_path / "a", "w") as a, open(tmp_path / "a", "a") as a2, open(tmp_path / "b", "w") as b:
+        monkeypatch.setattr("sys.stdout", a)
+        monkeypatch.setattr("sys.stderr", a2)
+        assert stdout_is_stderr()
+        monkeypatch.setattr("sys.stderr", b)
+        assert not stdout_is_stderr()

@@ -112,7 +112,13 @@ def test_a_port_that_is_not_a_dask_scheduler_fails_within_the_timeout(rank_dir: 
     import http.server
     import threading
 
-    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    # Threaded: the handler of dask's connection waits on it for ever, and shutdown() must not.
+    class Quiet(http.server.BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     address = f"tcp://127.0.0.1:{server.server_address[1]}"
     try:
@@ -121,6 +127,7 @@ def test_a_port_that_is_not_a_dask_scheduler_fails_within_the_timeout(rank_dir: 
         elapsed = time.monotonic() - t0
     finally:
         server.shutdown()
+        server.server_close()
     assert code == 2 and elapsed < 10
     line = _one_line(_out.err)  # type: ignore[attr-defined]
     assert line.startswith(f"perflint: error: {address}: cannot connect to the dask scheduler within 2 s"), line

@@ -192,8 +192,16 @@ def test_select_ignore_by_code_prefix_name_group(tmp_path: Path, capsys) -> None
 
 
 def test_unknown_selector_is_a_config_error(tmp_path: Path, capsys) -> None:
+    """Named where it was written (the option, or the config file's line), with the closest rule."""
     assert main(["check", _trace(tmp_path), "--select", "NOPE123"]) == 2
-    assert "selector 'NOPE123' matches no rule" in capsys.readouterr().err
+    assert capsys.readouterr().err == "perflint: error: select: selector 'NOPE123' matches no rule\n"
+    assert main(["check", _trace(tmp_path), "--ignore", "TC00l"]) == 2
+    assert capsys.readouterr().err == "perflint: error: ignore: selector 'TC00l' matches no rule (did you mean 'TC001'?)\n"
+    cfg = tmp_path / "perflint.yaml"
+    cfg.write_text("select:\n  - TC\n  - tensor-core\n")
+    assert main(["check", _trace(tmp_path), "--config", str(cfg), "--select", "DIM"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"perflint: error: {cfg}: line 3: key 'select': selector 'tensor-core' matches no rule (did you mean 'tensor-cores"), err
 
 
 def test_pyproject_config_params_severity_and_extends(tmp_path: Path, capsys, monkeypatch) -> None:

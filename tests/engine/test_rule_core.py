@@ -10,6 +10,7 @@ import json
 import os
 import pickle
 import pickletools
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -108,10 +109,32 @@ def test_a_bad_rule_names_the_key(case: str, tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump(rule))
     with pytest.raises(RuleError) as err:
         load_rule_file(path)
-    assert err.value.line() == f"{path}: {'; '.join(problems)}"
+    # The file's error names each problem at its key's line (a missing key has none).
+    said = err.value.line().removeprefix(f"{path}: ").split("; ")
+    lines = path.read_text().splitlines()
+    for got, want in zip(said, problems, strict=True):
+        m = re.fullmatch(r"line (\d+): (.*)", got)
+        if m is None:
+            assert got == want and want.endswith("required"), got
+            continue
+        assert m.group(2) == want
+        key = [k for k in want.split("'")[1].split(".") if not k.isdigit()][-1]
+        shown = lines[int(m.group(1)) - 1]
+        assert key in shown or shown.lstrip().startswith("-"), (got, shown)
     if case in BAD and case != "param of the wrong type":  # the JSON Schema refuses it too (expressions and a default's type are beyond it)
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(rule, json_schema())
+
+
+def test_a_misspelt_key_and_a_wrong_type_read_as_a_person_would_write_them(tmp_path: Path) -> None:
+    rule = json.loads(json.dumps(GOOD))
+    rule["severty"] = rule.pop("severity")
+    rule["params"] = {"x": {"type": "int", "default": 1.5, "description": "d"}}
+    with pytest.raises(RuleSchemaError) as info:
+        parse_rule(rule)
+    text = "; ".join(info.value.problems)
+    assert "key 'severty': unknown key (did you mean 'severity'?)" in text
+    assert "expected an integer, got 1.5" in text and "a int" not in text
 
 
 def test_every_problem_is_named_at_once() -> None:

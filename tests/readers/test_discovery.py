@@ -170,9 +170,16 @@ def test_exclude_from_the_command_line(capsys: pytest.CaptureFixture[str], tmp_p
     # Everything excluded: nothing checked is an error, not a pass.
     code, doc, _ = _json_check(capsys, str(root), "--exclude", "*.json.gz")
     assert code == 2 and doc["traces"] == [] and len(doc["skipped"]) == 3
-    assert doc["errors"] == [f"{root}: no trace files in directory (3 files skipped; trace files are {', '.join(trace_suffixes())})"]
+    assert doc["errors"] == [f"{root}: nothing to check: --exclude excludes every trace (3 excluded)"]
+    # Named in the counts as what it is: no trace was unreadable.
+    main(["check", str(root), "--exclude", "*.json.gz"])
+    verdict = capsys.readouterr().out.splitlines()[-1]
+    assert verdict.endswith("in 0 traces, 3 files skipped") and "unreadable" not in verdict, verdict
+    # A directory the user excluded whole beside one that is checked: no error.
+    code, doc, _ = _json_check(capsys, str(root / "ranks"), str(GOOD), "--exclude", "rank*")
+    assert code != 2 and doc["errors"] == [] and [t["path"] for t in doc["traces"]] == [str(GOOD)]
     code, doc, _ = _json_check(capsys, str(GOOD), "--exclude", "sync_*")
-    assert code == 2 and doc["errors"] == [f"{GOOD}: no trace to check (1 excluded)"]
+    assert code == 2 and doc["errors"] == [f"{GOOD}: nothing to check: --exclude excludes every trace (1 excluded)"]
 
 
 def test_exclude_from_the_config(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ def test_bare_quotes_in_a_name_are_repaired(tmp_path: Path) -> None:
     with pytest.raises(json.JSONDecodeError):
         json.loads(text)  # what the profiler wrote is not JSON
     trace = read_trace(str(path))
-    assert any("1 event name(s) with unescaped quotes repaired" in w for w in trace.warnings), trace.warnings
+    assert any("1 event name with unescaped quotes repaired" in w for w in trace.warnings), trace.warnings
     assert BAD_NAME in {trace.strings[int(i)] for i in trace.ops.name}
 
 

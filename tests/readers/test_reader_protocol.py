@@ -194,3 +194,15 @@ def test_an_integer_column_beyond_its_type_is_bad_input() -> None:
         build_trace("x.json", "toy", strings, threads, gpu={"kind": [KERNEL], "name": [strings.id("k")], "grid": grid})
     ok = build_trace("x.json", "toy", strings, threads, gpu={"kind": [KERNEL], "name": [strings.id("k")], "grid": grid >> 1})
     assert ok.gpu.grid.dtype == np.int32 and ok.gpu.grid.tolist() == [[2**30, 0, 0]]
+
+
+def test_check_help_names_every_format_and_suffix(capsys: pytest.CaptureFixture[str]) -> None:
+    from perflint.readers import READERS, trace_suffixes
+
+    with pytest.raises(SystemExit):
+        main(["check", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    path_help = text[text.index("PATH trace files") : text.index("options:")]
+    assert all(s + "," in path_help or s + ";" in path_help or s + ")" in path_help for s in trace_suffixes()), path_help
+    fmt_help = text[text.rindex("--input-format NAME") :][:200]
+    assert all(name in fmt_help for name in READERS), fmt_help

@@ -184,7 +184,7 @@ def test_untimed_records_are_dropped_with_a_warning() -> None:
     t = load_trace(_path("cupti_metrics"))
     assert int((t.gpu.kind == KERNEL).sum()) == len(kernels) - len(untimed)
     assert float(t.gpu.ts.min()) > 0 and float(t.runtime.ts.min()) > 0
-    assert any("4 GPU activity(s) without timestamps" in w for w in t.warnings)
+    assert any("4 GPU activities without timestamps" in w for w in t.warnings)
     idle = temporal_breakdown(t)["idle_pct"]
     assert idle is not None and idle < 95.0  # 100.0 with the untimed kernels at ts = 0
 

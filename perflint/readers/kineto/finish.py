@@ -16,6 +16,7 @@ from perflint.readers.kineto.metadata import apply_metadata
 from perflint.readers.kineto.ranges import INT32_MAX, MAX_TS_US, check_columns, finite_time, meta_int
 from perflint.readers.kineto.recording import RECORDING
 from perflint.readers.kineto.schema import TraceFile
+from perflint.units import plural
 
 MAX_DUR_US = 7 * 24 * 3600 * 1e6  # HTA drops events longer than 7 days as corrupt
 _RANK_RE = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
@@ -82,7 +83,7 @@ def _validate_times(trace: Trace) -> None:
                 which = f"'{trace.s(int(names[i]))}' " if names is not None else ""
                 value = float(ts[i] if key == "ts" else dur[i])  # type: ignore[index]
                 shown = "" if np.isnan(value) else f"{key}={value:g}{' us' if key == 'dur' else ''}"
-                said.append(f"{int(mask.sum())} {label} event(s) with {what} (first: {(which + shown).strip()})")
+                said.append(f"{plural(int(mask.sum()), label + ' event')} with {what} (first: {(which + shown).strip()})")
                 bad |= mask
         k = int(bad.sum())
         if k:
@@ -94,7 +95,7 @@ def _validate_times(trace: Trace) -> None:
         return
     if 2 * dropped > total:
         raise InputError(trace.path, f"most events have unusable times: {'; '.join(said)}")
-    trace.warnings.append(f"{dropped} event(s) with unusable times dropped: {'; '.join(said)}")
+    trace.warnings.append(f"{plural(dropped, 'event')} with unusable times dropped: {'; '.join(said)}")
 
 
 def _drop_untimed(trace: Trace) -> None:
@@ -103,7 +104,7 @@ def _drop_untimed(trace: Trace) -> None:
     on an H100 when CUPTI metrics were asked for: the warm-up step's kernels, fixtures/gpu/
     cupti_metrics); kept, they would stretch the trace span from 0 to the epoch time and make
     every whole-trace ratio read as idle."""
-    for label, tbl in (("runtime call", trace.runtime), ("GPU activity", trace.gpu)):
+    for label, many, tbl in (("runtime call", "runtime calls", trace.runtime), ("GPU activity", "GPU activities", trace.gpu)):
         if len(tbl) == 0:
             continue
         untimed = (tbl.ts == 0) & (tbl.dur == 0)
@@ -113,7 +114,7 @@ def _drop_untimed(trace: Trace) -> None:
         keep = ~untimed
         for f in dataclasses.fields(tbl):
             setattr(tbl, f.name, getattr(tbl, f.name)[keep])
-        trace.warnings.append(f"{n} {label}(s) without timestamps (ts = 0, dur = 0) ignored")
+        trace.warnings.append(f"{plural(n, label, many)} without timestamps (ts = 0, dur = 0) ignored")
 
 
 def _range_time(path: str, x: Any) -> float:

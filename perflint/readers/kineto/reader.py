@@ -25,6 +25,7 @@ from perflint.readers.kineto.schema import DECODER, STRICT_DECODER, Event, Stric
 from perflint.readers.kineto.slices import add_slice, adder
 from perflint.readers.protocol import ReadOptions
 from perflint.readers.source import GzipStream, PendingRead, Unavailable, open_source, read_bytes
+from perflint.units import plural
 
 
 def decode(path: str, data: bytes) -> tuple[list[Event], TraceFile | None]:
@@ -327,7 +328,7 @@ def _repaired(path: str, data: bytes, exc: InputError) -> Trace:
     except InputError:
         raise exc from None
     trace = build_trace(path, events, doc, fixed[0])
-    trace.warnings.append(f"{fixed[1]} event name(s) with unescaped quotes repaired (a profiler export bug)")
+    trace.warnings.append(f"{plural(fixed[1], 'event name')} with unescaped quotes repaired (a profiler export bug)")
     return trace
 
 
