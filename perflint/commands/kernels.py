@@ -77,13 +77,22 @@ def run(args: argparse.Namespace) -> int:
             w.writerows(zip(*data))
         return 0
 
+    # In text, the row of the ops outside every module (or layer) gets a name; csv and json keep
+    # the empty key that scripts test for.
+    unnamed = _OUTSIDE.get(args.group_by) if ops and args.format == "text" else None
+
     def rows() -> Iterator[dict[str, Any]]:
         for t in traces:
             for r in sort_rows(op_view(t, args.group_by), args.sort)[: args.top] if ops else kernel_table(t):
+                if unnamed is not None and r.get(args.group_by) is None:
+                    r = {**r, args.group_by: unnamed}
                 yield {**r, "rank": t.rank} if many else r
 
     write(rows(), cols, args.format, args.width)
     return 0
+
+
+_OUTSIDE = {"module": "(outside any module)", "layer": "(outside any layer)"}
 
 
 def _column_cells(vals: list[Any]) -> list[Any]:

@@ -61,7 +61,7 @@ def test_layer_rows_stay_distinct(capsys: pytest.CaptureFixture[str]) -> None:
     for width in ([], ["-w", "60"]):  # unlimited when piped; cut, yet apart
         lines = _table(["ops", path, "--group-by", "layer", *width, "-c", "layer,calls"], capsys)
         shown = [ln.rsplit(None, 1)[0].strip() for ln in lines[1:] if ln.split()[:-1]]
-        assert len(set(shown)) == len([x for x in full if x])
+        assert len(set(shown)) == len(set(full))  # the empty key is "(outside any layer)"
         assert (max(map(len, lines)) <= 60) if width else (max(full, key=len) in shown)
 
 
@@ -119,3 +119,12 @@ def test_terminal_width_is_the_default_on_a_terminal(capsys: pytest.CaptureFixtu
     monkeypatch.setattr(shutil, "get_terminal_size", lambda *a: os.terminal_size((70, 24)))
     lines = _table(["kernels", path], capsys)
     assert len(lines) == len(piped) and max(map(len, lines)) <= 70
+
+
+def test_the_row_outside_every_module_has_a_name_in_text(capsys: pytest.CaptureFixture[str]) -> None:
+    path = shared_trace(BERT)
+    lines = _table(["ops", path, "--group-by", "module", "-c", "module,calls"], capsys)
+    names = [ln.rsplit(None, 1)[0].strip() for ln in lines[1:]]
+    assert "(outside any module)" in names and "" not in names
+    csv_rows = _table(["ops", path, "--group-by", "module", "--format", "csv", "-c", "module,calls"], capsys)
+    assert any(r.split(",")[0] in ("", '""') for r in csv_rows[1:])  # scripts keep the empty key
