@@ -11,7 +11,7 @@ from typing import Any
 from perflint._version import __version__
 from perflint.report.html import svg
 from perflint.report.html.assets import CSS, JS
-from perflint.units import fmt_duration, fmt_size
+from perflint.units import fmt_duration, fmt_size, plural
 
 Cell = tuple[str, float | None]  # shown text, sort value (None: sort by text)
 MAX_RANK_DETAILS = 8  # a run with more ranks details only its slowest and fastest ones
@@ -137,7 +137,7 @@ def breakdown_block(p: dict[str, Any]) -> str:
     rows = [[(str(s["step"]), float(s["step"])), d(s["total_us"])] + [d(s[q]["us"]) for q in parts] for s in steps]
     avg = bd["average"]
     avg_line = ", ".join(f"{q} {avg[q]['pct']:.1f}%" for q in parts)
-    note = f" (every {bd['all_steps'] // max(1, len(steps))}th of {bd['all_steps']} steps shown)" if bd["all_steps"] > len(steps) else ""
+    note = f" ({len(steps)} of {plural(bd['all_steps'], 'step')} shown, evenly spaced)" if bd["all_steps"] > len(steps) else ""
     # The TB plugin's steps: every ProfilerStep, the first and last included, so its mean differs
     # from the step model's median analysis step above.
     what = "the one ProfilerStep" if avg["steps"] == 1 else f"all {avg['steps']} ProfilerSteps, the first and last included"
@@ -358,7 +358,7 @@ def trace_section(p: dict[str, Any], alpha: float = 0.05) -> str:
     warns = "".join(f"<li>{escape(w)}</li>" for w in p.get("warnings") or [])
     return (
         f'<section class="trace"><h2>{escape(label)}</h2>' + gpu_cards(p)
-        + (f"<details><summary>{len(p['warnings'])} warnings</summary><ul>{warns}</ul></details>" if warns else "")
+        + (f"<details><summary>{plural(len(p['warnings']), 'warning')}</summary><ul>{warns}</ul></details>" if warns else "")
         + step_model_block(p) + breakdown_block(p) + timeline_block(p)
         + category_block(p) + roofline_block(p)
         + kernels_block(p) + kernel_view_block(p) + ops_block(p) + comparison_block(p.get("baseline"), alpha) + "</section>"

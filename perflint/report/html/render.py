@@ -12,6 +12,7 @@ from perflint.report._common import counts_line, fmt_us, fmt_value, location_lab
 from perflint.report.html import page
 from perflint.report.html.collect import PANELS_ATTR, comparison
 from perflint.report.output import write_file
+from perflint.units import plural
 
 
 def write(path: str, text: str) -> None:
@@ -162,7 +163,7 @@ def render_check(result: RunResult, alpha: float = 0.05) -> str:
 
 
 def render_summary(panels: list[dict[str, Any]], errors: list[str]) -> str:
-    body = ["<h1>perflint summary</h1>", f"<p>{len(panels)} traces.</p>"]
+    body = ["<h1>perflint summary</h1>", f"<p>{plural(len(panels), 'trace')}.</p>"]
     body += [f"<p class=sev-error>error: {escape(e)}</p>" for e in errors]
     return page.document("perflint summary", body + page.traces_part(panels))
 
