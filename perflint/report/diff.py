@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from perflint.baseline.compare import SCALARS
-from perflint.units import fmt_duration
+from perflint.units import fmt_duration, fmt_size
 
 # kind -> (absolute minimum, minimum % of the baseline); a change must reach both to count.
 MIN_EFFECT: dict[str, tuple[float, float]] = {
@@ -52,6 +52,22 @@ def assess(r: dict[str, Any], alpha: float) -> tuple[str, bool, float | None]:
     if p is None or not (r.get("base_n", 0) >= 2 and r.get("cur_n", 0) >= 2):
         return ("worse" if worse else "better"), False, None
     return ("worse" if worse else "better"), bool(p < alpha), p
+
+
+def value_text(r: dict[str, Any], x: float | None, signed: bool = False) -> str:
+    """A row's value in its kind's unit: times in µs/ms/s, bytes in KB/MB/GB, percentages with %;
+    `signed`: a delta, with its sign."""
+    if x is None:
+        return "n/a"
+    kind = kind_of(r["metric"])
+    sign = "+" if signed and x > 0 else ""
+    if kind == "time":
+        return sign + fmt_duration(x)
+    if kind == "bytes":
+        return sign + fmt_size(x)
+    if kind == "pct":
+        return f"{sign}{x:.1f}" + (" pp" if signed else "%")
+    return sign + _num(x)
 
 
 def _num(x: float | None) -> str:
@@ -116,7 +132,7 @@ def _bound_lines(bound: list[dict[str, Any]]) -> tuple[str, list[tuple[str, str,
             continue
         pct = 100.0 * d / change if abs(change) > 0 else None
         share = "n/a" if pct is None else ("0%" if abs(pct) < 0.5 else f"{pct:+.0f}%")
-        rows.append((r["label"], _num(r["base_median"]), _num(r["cur_median"]), _num(d), share))
+        rows.append((r["label"], fmt_duration(r["base_median"] or 0.0), fmt_duration(r["cur_median"] or 0.0), ("+" if d > 0 else "") + fmt_duration(d), share))
     return head, rows
 
 
@@ -189,7 +205,8 @@ def render_diff_text(pairs: list[dict[str, Any]], alpha: float = 0.05, top: int 
         lines.append(f"  {'metric':<{w}} {'baseline':>10} {'current':>10} {'delta':>10} {'pct':>8}  change")
         for r, label in zip(rows, labels):
             lines.append(
-                f"  {label:<{w}} {_num(r['base_median']):>10} {_num(r['cur_median']):>10} {_num(r['delta']):>10} "
+                f"  {label:<{w}} {value_text(r, r['base_median']):>10} {value_text(r, r['cur_median']):>10} "
+                f"{value_text(r, r['delta'], True):>10} "
                 f"{_pct(r['delta_pct']):>8}  {_sig(r, alpha)}"
             )
         if bound:
@@ -215,7 +232,7 @@ def render_diff_markdown(pairs: list[dict[str, Any]], alpha: float = 0.05, top: 
         for r in rows:
             label = _label(r).replace("|", "\\|")
             out.append(
-                f"| {label} | {_num(r['base_median'])} | {_num(r['cur_median'])} | {_num(r['delta'])} | "
+                f"| {label} | {value_text(r, r['base_median'])} | {value_text(r, r['cur_median'])} | {value_text(r, r['delta'], True)} | "
                 f"{_pct(r['delta_pct'])} | {_sig(r, alpha)} |"
             )
         out.append("")

@@ -6,6 +6,7 @@ NEW or GONE."""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -141,3 +142,15 @@ def test_a_shorter_slower_nsys_window_is_not_read_as_better(tmp_path: Path) -> N
         assert all(r["kernel"] not in names[r["metric"]] for r in groups if r["metric"] != "kernel_group")
         better = [r for r in groups if r["change"] == "better"]
         assert len(better) < len(groups) / 2
+
+
+def test_diff_text_gives_each_value_its_unit(capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.conftest import FIXTURES
+
+    gpu = FIXTURES / "gpu"
+    main(["diff", str(gpu / "clean_bf16.pt.trace.json.gz"), str(gpu / "regress_head.pt.trace.json.gz")])
+    rows = {ln.split()[0]: ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("  ")}
+    assert re.search(r"\d ms +[\d.]+ ms +\+[\d.]+ ms ", rows["step_time_us"]), rows["step_time_us"]
+    assert re.search(r"\d% +[\d.]+% +[-+][\d.]+ pp ", rows["gpu_busy_pct"]), rows["gpu_busy_pct"]
+    assert re.search(r"\d (MB|GB) ", rows["peak_memory_bytes"]), rows["peak_memory_bytes"]
+    assert not re.search(r"\d[kMG] ", rows["step_time_us"] + rows["memcpy_bytes"])  # no bare 13.8k, 134.22M
