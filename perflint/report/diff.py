@@ -118,21 +118,36 @@ def _sections(pairs: list[dict[str, Any]], top: int) -> list[tuple[str, list[dic
     return out
 
 
-def _bound_lines(bound: list[dict[str, Any]]) -> tuple[str, list[tuple[str, str, str, str, str]]]:
-    """The critical-path split of the median step's change: a heading and, per category that
-    moved, (label, baseline, current, delta, share of the change)."""
+def bound_split(bound: list[dict[str, Any]]) -> tuple[float, float, list[tuple[str, float, float, float, float | None]]]:
+    """The median step's change split along its critical path: the step before and after, and per
+    category that moved (label, baseline, current, delta, % of the change or None), largest first."""
     base = sum(r["base_median"] or 0.0 for r in bound)
     cur = sum(r["cur_median"] or 0.0 for r in bound)
     change = cur - base
-    head = f"median step {fmt_duration(base)} -> {fmt_duration(cur)} ({'+' if change >= 0 else '-'}{fmt_duration(abs(change))}), split along its critical path:"
     rows = []
     for r in sorted(bound, key=lambda r: -abs(r["delta"] or 0.0)):
         d = r["delta"] or 0.0
         if abs(d) < MIN_EFFECT["time"][0] and not r["base_median"] and not r["cur_median"]:
             continue
         pct = 100.0 * d / change if abs(change) > 0 else None
-        share = "n/a" if pct is None else ("0%" if abs(pct) < 0.5 else f"{pct:+.0f}%")
-        rows.append((r["label"], fmt_duration(r["base_median"] or 0.0), fmt_duration(r["cur_median"] or 0.0), ("+" if d > 0 else "") + fmt_duration(d), share))
+        rows.append((r["label"], r["base_median"] or 0.0, r["cur_median"] or 0.0, d, pct))
+    return base, cur, rows
+
+
+def share_text(pct: float | None) -> str:
+    return "n/a" if pct is None else ("0%" if abs(pct) < 0.5 else f"{pct:+.0f}%")
+
+
+def step_change_text(base: float, cur: float) -> str:
+    change = cur - base
+    return f"{fmt_duration(base)} -> {fmt_duration(cur)} ({'+' if change >= 0 else '-'}{fmt_duration(abs(change))})"
+
+
+def _bound_lines(bound: list[dict[str, Any]]) -> tuple[str, list[tuple[str, str, str, str, str]]]:
+    """The critical-path split as text: a heading and a row of cells per category that moved."""
+    base, cur, split = bound_split(bound)
+    head = f"median step {step_change_text(base, cur)}, split along its critical path:"
+    rows = [(label, fmt_duration(b), fmt_duration(c), ("+" if d > 0 else "") + fmt_duration(d), share_text(pct)) for label, b, c, d, pct in split]
     return head, rows
 
 

@@ -244,22 +244,14 @@ def _of(kind: str, x: float | None) -> Cell:
 
 def _bound_table(bound: list[dict[str, Any]]) -> str:
     """The median step's change split along its critical path, as the text diff splits it."""
-    from perflint.report.diff import MIN_EFFECT
+    from perflint.report.diff import bound_split, share_text, step_change_text
 
-    base = sum(r["base_median"] or 0.0 for r in bound)
-    cur = sum(r["cur_median"] or 0.0 for r in bound)
-    change = cur - base
-    rows = []
-    for r in sorted(bound, key=lambda r: -abs(r["delta"] or 0.0)):
-        delta = r["delta"] or 0.0
-        if abs(delta) < MIN_EFFECT["time"][0] and not r["base_median"] and not r["cur_median"]:
-            continue
-        pct = 100.0 * delta / change if abs(change) > 0 else None
-        share = ("n/a", None) if pct is None else ("0%" if abs(pct) < 0.5 else f"{pct:+.0f}%", pct)
-        sign = "+" if delta > 0 else ""
-        rows.append([t(r["label"]), d(r["base_median"]), d(r["cur_median"]), (escape(sign + fmt_duration(delta)), delta), share])
-    head = (f"The median step {fmt_duration(base)} &rarr; {fmt_duration(cur)} ({'+' if change >= 0 else '-'}{fmt_duration(abs(change))}), "
-            "split along its critical path:")
+    base, cur, split = bound_split(bound)
+    rows = [
+        [t(label), d(b_us), d(c_us), (escape(("+" if delta > 0 else "") + fmt_duration(delta)), delta), (share_text(pct), pct)]
+        for label, b_us, c_us, delta, pct in split
+    ]
+    head = f"The median step {escape(step_change_text(base, cur)).replace('-&gt;', '&rarr;')}, split along its critical path:"
     return f"<p>{head}</p>" + table([("critical path", False), ("baseline", True), ("current", True), ("delta", True),
                                      ("share of the change", True)], rows)
 
