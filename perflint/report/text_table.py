@@ -116,7 +116,8 @@ def fit_widths(headers: Sequence[str], cells: Sequence[Sequence[str]], width: in
     def floors(least: int, texts: bool) -> dict[int, int]:
         if texts:
             return {i: max(least, 3 if least < MIN_TEXT else len(headers[i])) for i in text}
-        return {i: max(values[i], min(len(headers[i]), least)) for i in range(n) if i not in text}
+        # A number column's header may take two lines (split at an underscore) before it is cut.
+        return {i: max(values[i], min(len(headers[i]), least, _split_width(headers[i]))) for i in range(n) if i not in text}
 
     excess = sum(widths) + sep * (n - 1) - width
     passes = (floors(MIN_TEXT, False), floors(MIN_TEXT, True), {**floors(3, False), **floors(3, True)})
@@ -148,8 +149,23 @@ def cut_headers(headers: Sequence[str], widths: Sequence[int]) -> list[str]:
     return out
 
 
+def _two_lines(header: str, width: int) -> tuple[str, str] | None:
+    """`header` split after one of its underscores into two lines of at most `width`, the most
+    even such split; None when none fits."""
+    splits = [(header[: i + 1], header[i + 1 :]) for i, ch in enumerate(header[:-1]) if ch == "_" and i > 0]
+    fitting = [sp for sp in splits if max(map(len, sp)) <= width]
+    return min(fitting, key=lambda sp: max(map(len, sp))) if fitting else None
+
+
+def _split_width(header: str) -> int:
+    """How narrow `header` gets on two lines (its length when it has no underscore to split at)."""
+    widths = [max(i + 1, len(header) - i - 1) for i, ch in enumerate(header[:-1]) if ch == "_" and i > 0]
+    return min(widths, default=len(header))
+
+
 def render(headers: Sequence[str], cells: Sequence[Sequence[str]], width: int | None, sep: int = 2) -> list[str]:
-    """The table's lines: header first, text left-aligned, numbers right-aligned."""
+    """The table's lines: the header (on two lines when a narrowed column's name splits at an
+    underscore rather than be cut), text left-aligned, numbers right-aligned."""
     widths = fit_widths(headers, cells, width, sep)
     cols = [cut_column([r[i] for r in cells], widths[i]) for i in range(len(headers))]
     numeric = [bool(cells) and all(not r[i] or is_number(r[i]) for r in cells) for i in range(len(headers))]
@@ -158,7 +174,15 @@ def render(headers: Sequence[str], cells: Sequence[Sequence[str]], width: int | 
         parts = [v.rjust(w) if num else v.ljust(w) for v, w, num in zip(vals, widths, numeric)]
         return (" " * sep).join(parts).rstrip()
 
-    return [line(cut_headers(headers, widths)), *(line(list(r)) for r in zip(*cols))]
+    cut = cut_headers(headers, widths)
+    split = [_two_lines(h, w) if len(h) > w else None for h, w in zip(headers, widths)]
+    if any(split):
+        top = [sp[0] if sp else "" for sp in split]
+        bottom = [sp[1] if sp else c for sp, c in zip(split, cut)]
+        head = [line(top), line(bottom)]
+    else:
+        head = [line(cut)]
+    return [*head, *(line(list(r)) for r in zip(*cols))]
 
 
 __all__ = ["ELLIPSIS", "MIN_TEXT", "cut", "cut_column", "cut_headers", "fit_widths", "is_number", "render", "terminal_width"]
