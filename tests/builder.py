@@ -227,3 +227,18 @@ class TraceBuilder:
         else:
             path.write_bytes(data)
         return str(path)
+
+
+def write_rank_run(directory: Path, ranks: int) -> Path:
+    """`ranks` small rank files under `directory` (made), each with four steps of one GEMM whose
+    step and kernel time grow with the rank: a run whose findings repeat across ranks."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for r in range(ranks):
+        b = TraceBuilder(rank=r)
+        for s in range(4):
+            t0 = s * 1000.0
+            b.step(s + 1, t0, 900.0 + 10 * r)
+            b.op("aten::mm", t0 + 10, 300.0)
+            b.kernel("gemm_kernel", t0 + 50, 200.0 + 5 * r, launch_ts=t0 + 20)
+        b.write(directory / f"rank{r}.json")
+    return directory

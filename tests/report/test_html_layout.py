@@ -8,7 +8,6 @@ import html as h
 import json
 import os
 import re
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 
 from perflint.cli import main
 from tests.conftest import shared_trace
+from tests.report.browser import chromium
 
 WIDTHS = (1280, 375)
 
@@ -66,14 +66,6 @@ var p = f.contentDocument.getElementById('probe'); if (p) {{ clearInterval(t); v
 o.textContent = p.textContent; document.body.appendChild(o); }} }}, 20); }});</script></body></html>"""
 
 
-def _chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
-
-
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("layout")
@@ -94,7 +86,7 @@ def _measure(page: Path, width: int, tmp: Path) -> dict[str, object]:
     src = page.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>", 1)
     frame = tmp / f"frame{width}.html"
     frame.write_text(FRAME.format(w=width, src=h.escape(src, quote=True)), encoding="utf-8")
-    cmd = [_chromium() or "", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+    cmd = [chromium() or "", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
            f"--window-size={max(width, 500)},1600", "--virtual-time-budget=5000", "--dump-dom", frame.as_uri()]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env={**os.environ, "LANG": "C"})
     found = re.findall(r'<pre id="probe">(.*?)</pre>', proc.stdout, re.S)
@@ -103,7 +95,7 @@ def _measure(page: Path, width: int, tmp: Path) -> dict[str, object]:
     return got
 
 
-@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (CI installs it: apt-get install chromium)")
+@pytest.mark.skipif(chromium() is None, reason="chromium is not installed (CI installs it: apt-get install chromium)")
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("kind", ["check", "summary", "diff"])
 def test_nothing_overflows_or_overlaps(pages: dict[str, Path], kind: str, width: int, tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from perflint.cli import main
 from perflint.findings import Finding
 from perflint.report.diff import _sig
 from perflint.report.html import page, render, svg
-from tests.builder import TraceBuilder
+from tests.builder import write_rank_run
 from tests.conftest import shared_trace
 
 
@@ -109,16 +109,7 @@ def test_findings_with_one_rule_and_message_shape_group_across_ranks() -> None:
 
 
 def test_a_many_rank_run_lists_each_repeated_finding_once(tmp_path: Path) -> None:
-    run = tmp_path / "run"
-    run.mkdir()
-    for r in range(6):
-        b = TraceBuilder(rank=r)
-        for s in range(4):
-            t0 = s * 1000.0
-            b.step(s + 1, t0, 900.0 + 10 * r)
-            b.op("aten::mm", t0 + 10, 300.0)
-            b.kernel("gemm_kernel", t0 + 50, 200.0 + 5 * r, launch_ts=t0 + 20)
-        b.write(run / f"rank{r}.json")
+    run = write_rank_run(tmp_path / "run", 6)
     html_path, json_path = tmp_path / "r.html", tmp_path / "r.json"
     main(["check", str(run), "--html", str(html_path), "--json", str(json_path), "--exit-zero"])
     doc = json.loads(json_path.read_text())

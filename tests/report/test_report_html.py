@@ -14,8 +14,9 @@ import pytest
 
 from perflint.cli import main
 from perflint.report.html.svg import strips
-from tests.builder import TraceBuilder
+from tests.builder import TraceBuilder, write_rank_run
 from tests.conftest import ROOT
+from tests.report.browser import chromium
 
 GPU = ROOT / "fixtures" / "gpu"
 MAX_BYTES = 5 * 1024 * 1024
@@ -120,16 +121,7 @@ def test_summary_page_and_json_unchanged(tmp_path: Path, capsys: pytest.CaptureF
 
 
 def test_many_ranks_get_aggregates_not_a_section_each(tmp_path: Path) -> None:
-    run = tmp_path / "run"
-    run.mkdir()
-    for r in range(12):
-        b = TraceBuilder(rank=r)
-        for s in range(4):
-            t0 = s * 1000.0
-            b.step(s + 1, t0, 900.0 + 10 * r)
-            b.op("aten::mm", t0 + 10, 300.0)
-            b.kernel("gemm_kernel", t0 + 50, 200.0 + 5 * r, launch_ts=t0 + 20)
-        b.write(run / f"rank{r}.json")
+    run = write_rank_run(tmp_path / "run", 12)
     page = tmp_path / "ranks.html"
     main(["check", str(run), "--html", str(page), "--exit-zero"])
     html = page.read_text()
@@ -180,15 +172,7 @@ window.addEventListener('load', function () {
 </script>"""
 
 
-def _chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
-
-
-@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (CI installs it: apt-get install chromium)")
+@pytest.mark.skipif(chromium() is None, reason="chromium is not installed (CI installs it: apt-get install chromium)")
 def test_page_in_a_headless_browser(check_page: tuple[str, dict[str, object]], tmp_path: Path) -> None:
     import json
 
@@ -196,7 +180,7 @@ def test_page_in_a_headless_browser(check_page: tuple[str, dict[str, object]], t
     probed = html.replace("<head>", "<head>" + PROBE, 1).replace("</body>", CLICK + "</body>", 1)
     page = tmp_path / "probe.html"
     page.write_text(probed, encoding="utf-8")
-    cmd = [_chromium() or "", "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
+    cmd = [chromium() or "", "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
            "--dump-dom", page.as_uri()]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env={**os.environ, "LANG": "C"})
     m = re.search(r'<pre id="probe">(.*?)</pre>', proc.stdout, re.S)
