@@ -207,9 +207,13 @@ def _stdout_is_tty() -> bool:
 def text_width(args: argparse.Namespace) -> int | None:
     """Wrap the text report to the terminal (COLUMNS wins); None, unwrapped, into a pipe, a file or a
     CI log, where wrapping breaks grep and the log viewer wraps anyway."""
-    if getattr(args, "output", None) or not _stdout_is_tty():
-        return None
-    return max(40, shutil.get_terminal_size().columns)
+    columns = None if getattr(args, "output", None) else terminal_columns()
+    return None if columns is None else max(40, columns)
+
+
+def terminal_columns() -> int | None:
+    """The terminal's width (COLUMNS wins) when standard output is one; None into a pipe or file."""
+    return shutil.get_terminal_size().columns if _stdout_is_tty() else None
 
 
 def source_root(args: argparse.Namespace) -> str:

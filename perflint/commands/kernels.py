@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from perflint.commands.common import add_options
+from perflint.commands.common import add_options, terminal_columns
 from perflint.errors import UsageError
 
 
@@ -156,10 +156,10 @@ def write(rows: Iterable[dict[str, Any]], cols: list[str], fmt: str, width: int 
             w.writerow([_cell(r.get(c)) for c in cols])
         return
     # Text: every row is needed to size the columns to their content.
-    from perflint.report.text_table import render, terminal_width
+    from perflint.report.text_table import render
 
     cells = [[str(_cell(r.get(c))) for c in cols] for r in rows]
-    for line in render(cols, cells, width if width is not None else terminal_width()):
+    for line in render(cols, cells, width if width is not None else terminal_columns()):
         out.write(line + "\n")
 
 

@@ -12,21 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
-import sys
 from collections.abc import Sequence
 
 ELLIPSIS = "…"
 MIN_TEXT = 8  # text is cut below this (or its header) only when the width leaves no other way
-
-
-def terminal_width() -> int | None:
-    """The terminal's width when standard output is one; None (no limit) when it is piped."""
-    try:
-        tty = sys.stdout.isatty()
-    except (AttributeError, ValueError):
-        return None
-    return shutil.get_terminal_size().columns if tty else None
 
 
 def is_number(text: str) -> bool:
@@ -185,4 +174,4 @@ def render(headers: Sequence[str], cells: Sequence[Sequence[str]], width: int | 
     return [*head, *(line(list(r)) for r in zip(*cols))]
 
 
-__all__ = ["ELLIPSIS", "MIN_TEXT", "cut", "cut_column", "cut_headers", "fit_widths", "is_number", "render", "terminal_width"]
+__all__ = ["ELLIPSIS", "MIN_TEXT", "cut", "cut_column", "cut_headers", "fit_widths", "is_number", "render"]
