@@ -21,6 +21,15 @@ def write(path: str, text: str) -> None:
 
 def _finding(f: Finding) -> str:
     impact = f" <span class=mut>(~{escape(fmt_us(f.impact_us))} recoverable)</span>" if f.impact_us else ""
+    where = os.path.basename(f.trace) + (f" [rank {f.rank}]" if f.rank is not None else "")
+    src = f" <code>{escape(f.source)}</code>" if f.source else ""
+    return (f'<details class="finding" data-code="{escape(f.code)}"><summary class="head"><span class="sev-{f.severity}">'
+            f"{escape(f.code)}</span> {escape(f.name)}{impact} <span class=mut>{escape(where)}</span>{src}</summary>"
+            f"<p>{escape(f.message)}</p>{_details(f)}</details>")
+
+
+def _details(f: Finding) -> str:
+    """A finding's particulars, as a definition list: where, source, op stack, kernel, evidence, fix."""
     rows = [("where", escape(location_label(f)))]
     if f.source:
         rows.append(("source", f"<code>{escape(f.source)}</code>"))
@@ -35,12 +44,7 @@ def _finding(f: Finding) -> str:
         rows.append(("evidence", escape(ev)))
     if f.fix:
         rows.append(("fix", escape(f.fix)))
-    dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows)
-    where = os.path.basename(f.trace) + (f" [rank {f.rank}]" if f.rank is not None else "")
-    src = f" <code>{escape(f.source)}</code>" if f.source else ""
-    return (f'<details class="finding" data-code="{escape(f.code)}"><summary class="head"><span class="sev-{f.severity}">'
-            f"{escape(f.code)}</span> {escape(f.name)}{impact} <span class=mut>{escape(where)}</span>{src}</summary>"
-            f"<p>{escape(f.message)}</p><dl>{dl}</dl></details>")
+    return "<dl>" + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows) + "</dl>"
 
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*(?:e[-+]?\d+)?")
@@ -77,16 +81,10 @@ def spans(numbers: list[int]) -> str:
 
 
 def where_text(fs: list[Finding]) -> str:
-    """Where a group's findings come from: the ranks (per trace file) or the traces."""
-    by_trace: dict[str, list[int]] = {}
-    plain: list[str] = []
-    for f in fs:
-        if f.rank is None:
-            plain.append(os.path.basename(f.trace))
-        else:
-            by_trace.setdefault(os.path.dirname(f.trace) or f.trace, []).append(f.rank)
+    """Where a group's findings come from: the ranks, and the traces without one."""
+    ranks = sorted({f.rank for f in fs if f.rank is not None})
+    plain = [os.path.basename(f.trace) for f in fs if f.rank is None]
     parts = []
-    ranks = sorted({r for rs in by_trace.values() for r in rs})
     if ranks:
         parts.append(f"{len(ranks)} ranks: {spans(ranks)}" if len(ranks) > 1 else f"rank {ranks[0]}")
     names = list(dict.fromkeys(plain))
@@ -111,7 +109,7 @@ def _group_html(fs: list[Finding]) -> str:
     return (f'<details class="finding" data-code="{escape(f.code)}"><summary class="head"><span class="sev-{f.severity}">'
             f"{escape(f.code)}</span> {escape(f.name)} &times;{len(fs)}{impact} <span class=mut>{escape(where_text(fs))}</span></summary>"
             f"<p>{escape(f.message)}</p><details><summary>each of the {len(fs)}</summary><ul class=group-where>{members}</ul></details>"
-            f"{_finding(f).split('</p>', 1)[1].removesuffix('</details>')}</details>")
+            f"{_details(f)}</details>")
 
 
 def by_rule(findings: list[Finding]) -> str:
