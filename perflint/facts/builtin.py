@@ -19,6 +19,7 @@ MODULES = (
     "memory",
     "occupancy",
     "ops",
+    "patterns",
     "ranks",
     "roofline",
     "stages",

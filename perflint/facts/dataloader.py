@@ -31,6 +31,8 @@ FIELDS = {
     "dataloader_calls": "DataLoader __next__ calls that start in the analysis steps",
     "data_queue_min_usage_pct": "lowest output-queue usage of the input pipeline's ops, % (MindSpore minddata; null when not recorded)",
     "dataloader_what": "what the data wait is: 'DataLoader __next__', or the wait a profiler recorded itself",
+    "dataloader_in_main_process": "the DataLoader loads in the main process (num_workers=0: its iterator is _SingleProcessDataLoaderIter); false with worker processes, null when the trace does not say",
+    "dataloader_cause": "why it waits, where the iterator says it: 'num_workers=0: ...' or 'the worker processes do not keep up'",
 }
 
 
@@ -73,6 +75,8 @@ def dataloader_numbers(ctx: Context) -> dict[str, Any]:
         wall_pct.append(100.0 * w / (hi - lo) if hi > lo else 0.0)
         exposed_pct.append(100.0 * e / (hi - lo) if hi > lo else 0.0)
         calls += int(((ts >= lo) & (ts < hi)).sum())
+    iters = {t.s(int(n)) for n in np.unique(t.ops.name[idx])}
+    main = True if any("_SingleProcessDataLoaderIter" in n for n in iters) else False if any("_MultiProcessingDataLoaderIter" in n for n in iters) else None
     waits = {t.s(int(n))[len(DATA_WAIT_PREFIX):] for n in np.unique(t.ops.name[idx]) if t.s(int(n)).startswith(DATA_WAIT_PREFIX)}
     return {
         "data_queue_min_usage_pct": empty["data_queue_min_usage_pct"],
@@ -82,6 +86,8 @@ def dataloader_numbers(ctx: Context) -> dict[str, Any]:
         "dataloader_wall_pct": float(np_median(wall_pct)),
         "dataloader_wall_us": float(np_median(wall)),
         "dataloader_calls": calls,
+        "dataloader_in_main_process": main,
+        "dataloader_cause": None if main is None else "num_workers=0: batches are loaded in the main process" if main else "the worker processes do not keep up",
     }
 
 
