@@ -58,7 +58,9 @@ class _Fmt(string.Formatter):
         if is_missing(value):
             raise _Missing
         if format_spec in _SPECS:
-            return _special(value, format_spec)
+            return _special(value, format_spec, MAX_VALUE_CHARS if self.cut else None)
+        if _is_shape_list(value) and not format_spec:
+            value = shape_text(value)
         if isinstance(value, float) and not format_spec:
             return f"{value:.4g}"
         try:
@@ -77,10 +79,38 @@ class _Fmt(string.Formatter):
             raise _Missing from None
 
 
-def _special(value: Any, spec: str) -> str:
+def _is_shape_list(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, list) for v in value)
+
+
+def shape_text(dims: list[Any]) -> str:
+    """Input Dims as a person reads them: the trailing empty entries (scalar and None arguments)
+    left out, `[[32, 256, 14, 14], [1024, 256, 1, 1]]`."""
+    end = len(dims)
+    while end > 0 and dims[end - 1] == []:
+        end -= 1
+    return str(dims[:end])
+
+
+def join_items(items: list[Any] | tuple[Any, ...], limit: int | None) -> str:
+    """Items joined with commas; past `limit` characters whole items are dropped and counted
+    ("a, b and 12 more"), never cut."""
+    texts = [str(x) for x in items]
+    whole = ", ".join(texts)
+    if limit is None or len(whole) <= limit:
+        return whole
+    kept: list[str] = []
+    for i, x in enumerate(texts):
+        tail = f" and {len(texts) - i - 1} more" if i < len(texts) - 1 else ""
+        if kept and len(", ".join([*kept, x])) + len(tail) > limit:
+            break
+        kept.append(x)
+    return f"{', '.join(kept)} and {len(texts) - len(kept)} more"
+
+
+def _special(value: Any, spec: str, limit: int | None = None) -> str:
     if spec == "list":
-        items = value if isinstance(value, (list, tuple)) else [value]
-        return ", ".join(str(x) for x in items)
+        return join_items(value if isinstance(value, (list, tuple)) else [value], limit)
     if spec == "kernel":
         return short_kernel(str(value))
     if not isinstance(value, (int, float)) or isinstance(value, bool):
@@ -187,4 +217,4 @@ def placeholder_fields(template: str) -> set[str]:
     return names
 
 
-__all__ = ["MAX_CHARS", "fmt_duration", "fmt_size", "is_missing", "placeholder_fields", "placeholders", "render"]
+__all__ = ["MAX_CHARS", "fmt_duration", "fmt_size", "is_missing", "join_items", "placeholder_fields", "placeholders", "render", "shape_text"]

@@ -36,6 +36,7 @@ ENGINE_FIELDS = {
     "items": "rows grouped into the finding (1 without a group)",
     "others": "items - 1: rows beside the top one",
     "top": "the grouped row with the most impact (its fields: {top[op]})",
+    "skipped_by": "per capability the trace lacks, the codes of the active rules it skips ({skipped_by[steps]:list})",
 }
 
 

@@ -58,7 +58,7 @@ def _impact(env: dict[str, Any], impact_fn: Fn | None, floor: str | float, floor
     return not (isinstance(min_us, (int, float)) and impact < float(min_us)), impact
 
 
-def _hits(ar: ActiveRule, facts: list[Row]) -> list[_Hit]:
+def _hits(ar: ActiveRule, facts: list[Row], extra: Mapping[str, Any] | None = None) -> list[_Hit]:
     rule = ar.rule
     where, check = compile_expr(rule.where), compile_expr(rule.assert_)
     impact_fn = compile_expr(rule.impact) if rule.impact else None
@@ -66,7 +66,7 @@ def _hits(ar: ActiveRule, facts: list[Row]) -> list[_Hit]:
     floor_fn = compile_expr(floor) if isinstance(floor, str) else None
     out: list[_Hit] = []
     for row in facts:
-        env = {**row, **ar.params}
+        env = {**row, **ar.params, **(extra or {})}
         if not where(env) or check(env):
             continue
         keep, impact = _impact(env, impact_fn, floor, floor_fn)
@@ -154,8 +154,10 @@ def evaluated(
     rank: int | None,
     role: str | None = None,
     roles: Mapping[str, str] | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> list[Pending]:
-    """`evaluate`'s findings, each with the fields it was rendered from and its rows."""
+    """`evaluate`'s findings, each with the fields it was rendered from and its rows; `extra`:
+    fields the engine adds to every row (ENGINE_FIELDS)."""
     if role is None:
         role = identity.normalize_name(os.path.basename(trace))
     if roles is None:
@@ -163,7 +165,7 @@ def evaluated(
     rule = ar.rule
     out: list[Pending] = []
     seen: dict[str, Pending] = {}
-    for env, members, ident in _grouped(ar, _hits(ar, facts), key):
+    for env, members, ident in _grouped(ar, _hits(ar, facts, extra), key):
         top = members[0].row
         ident_row = env if rule.group is not None else top
         impact = env.get("impact_us")
@@ -262,12 +264,20 @@ def check_trace(subject: Context | Trace, active: list[ActiveRule], role: str | 
         collectives=summary["_collectives"],
     )
     capabilities: dict[str, str | None] = {}
+    reasons = {ar.code: missing(ctx, ar.rule.requires, capabilities) for ar in active if ar.rule.scope in SOURCES}
+    # Per missing capability, the rules it skips (the first unmet requirement is the reason given).
+    skipped_by: dict[str, list[str]] = {}
+    for ar in active:
+        first = next((r for r in ar.rule.requires if capabilities.get(r)), None) if reasons.get(ar.code) else None
+        if first is not None:
+            skipped_by.setdefault(first, []).append(ar.code)
+    extra = {"skipped_by": skipped_by}
     pending: list[Pending] = []
     for ar in active:
         if ar.rule.scope not in SOURCES:
             continue  # run-level rule: evaluated over all traces afterwards
-        reason = missing(ctx, ar.rule.requires, capabilities)
-        done = [] if reason else evaluated(ar, rows(ctx, ar.rule.scope), SOURCES[ar.rule.scope].key, trace.path, trace.rank, role)
+        reason = reasons[ar.code]
+        done = [] if reason else evaluated(ar, rows(ctx, ar.rule.scope), SOURCES[ar.rule.scope].key, trace.path, trace.rank, role, extra=extra)
         pending += [p for p in done if ar.rule.what_if is not None]
         found = [p.finding for p in done]
         result.statuses.append(status_of(ar, found, reason))

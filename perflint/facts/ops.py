@@ -43,6 +43,7 @@ FIELDS = {
     "input_dims": "the op's Input Dims",
     "dtype": "compute dtype: the op's first floating input, else the main matrix kernel's name",
     "kernel": "the matrix (gemm/conv) kernel with the most time under the op",
+    "kernel_pass": "'backward' when that kernel ran in the op's backward pass (the op and its dims are the forward op's), null otherwise",
     "kernel_dtype": "math dtype the kernel classification reads from that kernel's name (tf32 shows here, "
     "also for cutlass tensorop_s1688 kernels on sm80+ whose names do not spell it)",
     "kernel_align": "elements per load the kernel's name says it assumes (cutlass _alignN, xmma _alignaN)",
@@ -243,11 +244,14 @@ def op_groups(ctx: Context) -> list[Row]:
     tc = sums(gk[ktc], d[ktc], ng)
     # Matrix kernel time per (group, kernel name); the main kernel is the first with the most.
     kern: list[dict[int, float]] = [{} for _ in range(ng)]
+    kern_bwd: list[dict[int, float]] = [{} for _ in range(ng)]  # of that, launched in backward
     if km.any():
         pair = Groups(gk[km], gpu.name[rows_k[km]])
         psum = sums(pair.gid, d[km], len(pair))
-        for f0, total in zip(pair.first.tolist(), psum.tolist()):
+        pbwd = sums(pair.gid, np.where(kb[km], d[km], 0.0), len(pair))
+        for f0, total, back in zip(pair.first.tolist(), psum.tolist(), pbwd.tolist()):
             kern[int(gk[km][f0])][int(gpu.name[rows_k[km][f0]])] = total
+            kern_bwd[int(gk[km][f0])][int(gpu.name[rows_k[km][f0]])] = back
 
     # Each group's kernels (and its matrix kernels), for the step model's what-if of its fix.
     korder = np.argsort(gk, kind="stable")
@@ -266,7 +270,10 @@ def op_groups(ctx: Context) -> list[Row]:
         dims = t.decoded(int(ops.dims[first]))
         op_dt = op_dtype(t.decoded(int(ops.types[first])))
         g = {"count": counts[gi], "cpu": cpus[gi], "fwd": fwds[gi], "bwd": bwds[gi], "mat": mats[gi], "tc": tcs[gi], "kern": kern[gi]}
-        main_kernel = t.s(max(g["kern"], key=g["kern"].get)) if g["kern"] else None
+        main_id = max(g["kern"], key=g["kern"].get) if g["kern"] else None
+        main_kernel = t.s(main_id) if main_id is not None else None
+        # The op and its shapes are the forward op's; its main kernel may be a backward one.
+        main_pass = "backward" if main_id is not None and 2 * kern_bwd[gi][main_id] > g["kern"][main_id] else None
         kdt = kernel_dtype(main_kernel) if main_kernel else None
         k_align = _kernel_align(main_kernel)
         dtype = op_dt or kdt
@@ -289,6 +296,7 @@ def op_groups(ctx: Context) -> list[Row]:
                 "input_dims": dims,
                 "dtype": dtype,
                 "kernel": main_kernel,
+                "kernel_pass": main_pass,
                 "kernel_dtype": kdt,
                 "kernel_align": k_align,
                 "kernel_note": _kernel_note(main_kernel, k_align, ALIGN.get(align_dt or ""), al),

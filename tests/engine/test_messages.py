@@ -61,6 +61,31 @@ def test_messages_are_cut_and_long_values_shortened() -> None:
     assert msg.count("x") < 130
 
 
+def test_shapes_print_without_trailing_empty_entries() -> None:
+    dims = [[32, 256, 14, 14], [1024, 256, 1, 1], [], [], [], [], [], [], []]
+    assert render("{d} on x", {"d": dims}) == "[[32, 256, 14, 14], [1024, 256, 1, 1]] on x"
+    assert render("{d}", {"d": [[], [4, 8], []]}) == "[[], [4, 8]]"  # a leading scalar keeps its place
+    assert render("{d}", {"d": [1, 2, []]}) == "[1, 2, []]"  # not a shape list
+
+
+def test_long_lists_drop_whole_items_never_a_cut_word() -> None:
+    names = [f"kernel_number_{i:02d}" for i in range(40)]
+    text = render("kernels: {k:list}", {"k": names})
+    assert text.startswith("kernels: kernel_number_00, kernel_number_01")
+    kept = text[len("kernels: ") :].split(" and ")[0].split(", ")
+    assert all(k in names for k in kept)  # every shown item whole
+    assert text.endswith(f" and {40 - len(kept)} more") and len(text) - len("kernels: ") <= MAX_VALUE_CHARS
+    assert render("{k:list}", {"k": ["a", "b"]}) == "a, b"
+    # A fix is never shortened.
+    assert render("{k:list}", {"k": names}, limit=None) == ", ".join(names)
+
+
+def test_code_in_messages_and_fixes_is_kept_exactly() -> None:
+    for code in ("loss.item()", "no_sync()", "torch.backends.cuda.matmul.allow_tf32 = True", "t.to(device, non_blocking=True)"):
+        assert code in render(f"call {code} once[[ at {{x}}]].", {"x": None}), code
+        assert code in render(f"(with {code})", {}, limit=None), code
+
+
 def test_placeholders_are_the_names_templates_use() -> None:
     assert placeholders("{a:.1f} [[from {b}]] {top[op]} {c.d}") == {"a", "b", "top", "c"}
     with pytest.raises(ValueError):
@@ -116,7 +141,7 @@ def test_a_check_with_such_a_rule_dir_stops_with_exit_2(tmp_path: Path, capsys: 
     assert main(["check", path, "--rule-dir", str(d), "--select", "XM001"]) == 2
     assert capsys.readouterr().err.splitlines() == [
         f"perflint: error: {d / 'XM001.yaml'}: key 'message': unknown placeholder {{nope}} "
-        "(not a field of scope 'kernel_groups', a param, nor one of impact_us, items, others, top)"
+        "(not a field of scope 'kernel_groups', a param, nor one of impact_us, items, others, skipped_by, top)"
     ]
 
 

@@ -24,3 +24,22 @@ def test_health_on_hta_traces(capsys: pytest.CaptureFixture[str]) -> None:
     assert sorted(f["code"] for f in all_findings(r1, "HEALTH", capsys)) == ["HEALTH001", "HEALTH002", "HEALTH003"]
     bert = shared_trace(BERT_H100)
     assert all_findings(bert, "HEALTH", capsys) == []
+
+
+def test_health_messages_name_exactly_the_rules_they_skip(capsys: pytest.CaptureFixture[str]) -> None:
+    """inference_rank_1 has no steps, no device properties and no shapes: each HEALTH finding
+    lists the rules the check reports skipped for that reason, and no other."""
+    import json
+
+    from perflint.cli import main
+
+    r1 = shared_trace(INFER_R1)
+    assert main(["check", r1, "--format", "json", "--fail-on", "never"]) == 0
+    (t,) = json.loads(capsys.readouterr().out)["traces"]
+    skipped = {s["code"]: s["reason"] for s in t["statuses"] if s["status"] == "skipped"}
+    health = {f["code"]: f["message"] for f in t["findings"] if f["code"].startswith("HEALTH")}
+    for code, word in (("HEALTH001", "ProfilerStep"), ("HEALTH003", "Input Dims")):
+        named = health[code].split(": ", 1)[1].split(" are skipped")[0].split(", ")
+        assert named and all(word in skipped[c] for c in named), (code, named)
+        assert sorted(named) == sorted(c for c, why in skipped.items() if word in why), code
+    assert "SYNC001" not in health["HEALTH001"]  # syncs are judged over the whole trace

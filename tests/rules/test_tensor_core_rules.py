@@ -48,6 +48,8 @@ def test_tc002_resnet50_v100_fp32(capsys: pytest.CaptureFixture[str]) -> None:
     assert {i["op"] for i in items} == {"aten::cudnn_convolution"}
     assert all(i["tensor_core_kernel_pct"] == 0.0 for i in items)
     assert "autocast" in f["fix"] and "allow_tf32" not in f["fix"].split(".")[0]  # cc 7.0: AMP, no TF32
+    # The op and its dims are the forward convolution's; its main kernel is the data gradient's.
+    assert "dgrad_engine" in f["message"] and f["message"].endswith("(its backward pass)")
 
 
 def test_tc002_param_resnet_2080ti_and_health(capsys: pytest.CaptureFixture[str]) -> None:
