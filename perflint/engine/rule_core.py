@@ -97,11 +97,12 @@ class Reference(_Spec, frozen=True):
 
 class Group(_Spec, frozen=True):
     """How failing rows become findings: rows that share the `by` fields are one finding (no `by`:
-    one finding per trace), whose `sum` fields add up over the rows and whose `union` fields (lists)
-    join their distinct values; the `top` rows with the most impact are listed in the evidence."""
+    one finding per trace), whose `sum` fields add up over the rows, whose `max` fields take their
+    largest value and whose `union` fields (lists) join their distinct values; the `top` rows with the most impact are listed in the evidence."""
 
     by: Annotated[tuple[str, ...], _doc("fields whose equal values make one finding ([]: one per trace)")] = ()
     sum: Annotated[tuple[str, ...], _doc("fields added up over the grouped rows")] = ()
+    max: Annotated[tuple[str, ...], _doc("fields whose largest value over the grouped rows is the finding's")] = ()
     union: Annotated[tuple[str, ...], _doc("list fields whose distinct values are joined over the rows")] = ()
     top: Annotated[int, msgspec.Meta(ge=1, description="rows listed in the finding's evidence, most impact first")] = 5
 

@@ -107,6 +107,9 @@ def _grouped(ar: ActiveRule, hits: list[_Hit], key: tuple[str, ...]) -> list[tup
         env = dict(top.env)
         for f in spec.sum:
             env[f] = _add([m.row.get(f) for m in members])
+        for f in spec.max:
+            nums = [v for v in (m.row.get(f) for m in members) if isinstance(v, (int, float)) and not isinstance(v, bool)]
+            env[f] = max(nums) if nums else None
         for f in spec.union:
             env[f] = _union([m.row.get(f) for m in members])
         impacts = [m.impact for m in members if m.impact is not None]

@@ -25,6 +25,8 @@ _SUFFIX = {
 TYPES: dict[str, str] = {
     "achieved_tflops": "number",
     "align": "integer",
+    "api_count": "integer",
+    "api_slow_calls": "integer",
     "attainable_tflops": "number",
     "bandwidth_gbps": "number",
     "bandwidth_gbs": "number",
@@ -60,6 +62,7 @@ TYPES: dict[str, str] = {
     "half_fp_inst": "number",
     "helper": "bool",
     "higher_is_worse": "bool",
+    "idle_delay_outliers": "integer",
     "in_steps": "bool",
     "input_dims": "list",
     "intensity": "number",

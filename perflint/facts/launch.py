@@ -23,6 +23,7 @@ from perflint.facts._group import Groups, dense_ids, group_medians, id_table
 from perflint.ids import compress_in_place, rows_of
 from perflint.memo import once
 from perflint.metrics.apis import is_kernel_launch, is_launch
+from perflint.metrics.intervals import covered_before
 from perflint.model import GPU_SYNC, KERNEL, NONE, Trace
 from perflint.stepmodel.usage import gap_lengths
 from perflint.units import fmt_duration
@@ -163,7 +164,24 @@ GROUP_FIELDS = {
     "delay_outlier_us": "launch delay above the cutoff, summed",
     "gpu_busy_pct": "GPU busy % over the analysis steps (same for every group)",
     "steps": "number of analysis steps",
+    "api_kind": "kernel (kernel and graph launches) | memcpy | memset | other: copies and syncs are the sync rules' concern",
+    "api_count": "launch calls of this API in the analysis steps, over every launching op (the denominator of the API's outliers)",
+    "api_slow_calls": "calls of this API over 1 ms in the analysis steps, over every launching op (null when none)",
+    "outlier_max_us": "longest of the runtime_outliers (the calls counted there, none over 1 ms)",
+    "idle_delay_outliers": "launches whose delay held more than delay_cutoff_us of device idle time: the work waited while the GPU did nothing",
+    "idle_delay_us": "device idle time inside those launches' delays, above the cutoff, summed",
+    "idle_delay_max_us": "largest device idle time inside one launch's delay",
 }
+
+
+def api_kind(api: str) -> str:
+    if is_kernel_launch(api):
+        return "kernel"
+    if "Memcpy" in api:
+        return "memcpy"
+    if "Memset" in api:
+        return "memset"
+    return "other"
 
 
 @once
@@ -205,6 +223,7 @@ def _group_rows(ctx: Context, L: _Launches) -> list[Row]:
     order, firsts, slices = groups.order, groups.first.tolist(), groups.slices()
     del groups  # its per-call group ids are not read again
     busy = gpu_busy_pct(ctx)
+    ms, me = model(ctx).spans.work
     out: list[Row] = []
     for gi, sl in enumerate(slices):
         # Each group's values gathered on their own, one at a time, in the order a reorder of
@@ -215,7 +234,12 @@ def _group_rows(ctx: Context, L: _Launches) -> list[Row]:
         nan = np.isnan(delay)
         if nan.any():
             delay = delay[~nan]
-        del nan
+        # Of each delay, the time the device sat idle: waiting behind busy work is queueing.
+        ends = rt.ts[idx[pos[~nan]]] + rt.dur[idx[pos[~nan]]]
+        idle = delay - (covered_before(ms, me, ends + np.maximum(delay, 0.0)) - covered_before(ms, me, ends)) if len(ms) else delay.copy()
+        np.maximum(idle, 0.0, out=idle)
+        iover = idle > DELAY_CUTOFF_US
+        del nan, ends
         dover = delay > DELAY_CUTOFF_US
         delay_mean = float(delay.sum()) / len(delay) if len(delay) else None
         delay_max = float(delay.max()) if len(delay) else None
@@ -230,10 +254,16 @@ def _group_rows(ctx: Context, L: _Launches) -> list[Row]:
         slow = dur > SLOW_CALL_US
         over = (dur > RUNTIME_CUTOFF_US) & ~slow
         runtime = float(dur.sum())
+        api = t.s(int(rt.name[idx[first]]))
         out.append(
             {
                 "_calls": idx[pos][over],  # the outlier calls, for the step model's what-if
-                "api": t.s(int(rt.name[idx[first]])),
+                "api": api,
+                "api_kind": api_kind(api),
+                "outlier_max_us": float(dur[over].max()) if over.any() else None,
+                "idle_delay_outliers": int(iover.sum()),
+                "idle_delay_us": float((idle[iover] - DELAY_CUTOFF_US).sum()),
+                "idle_delay_max_us": float(idle.max()) if len(idle) else None,
                 "op": info.stack[-1] if info.stack else None,
                 "top_level_op": info.stack[0] if info.stack else None,
                 "op_stack": list(info.stack),
@@ -259,7 +289,16 @@ def _group_rows(ctx: Context, L: _Launches) -> list[Row]:
                 "steps": len(ctx.steps),
             }
         )
-        del dur, slow, over
+        del dur, slow, over, idle, iover
+    # Per API, its calls over every launching op: the denominators of each group's counts.
+    per_api: dict[str, list[int]] = {}
+    for row in out:
+        c = per_api.setdefault(row["api"], [0, 0])
+        c[0] += row["count"]
+        c[1] += row["slow_calls"]
+    for row in out:
+        row["api_count"] = per_api[row["api"]][0]
+        row["api_slow_calls"] = per_api[row["api"]][1] or None
     out.sort(key=lambda row: -row["runtime_us"])
     return out
 
