@@ -104,3 +104,14 @@ def test_recorded_fixtures_show_each_pattern_and_their_twins_none() -> None:
     assert patterns("loop_indexing") == ["loop_indexing", "loop_indexing"]
     for twin in ("optimizer_foreach", "zero_grad_none", "conv_nobias_bn", "loop_vectorized", "dataloader_workers"):
         assert patterns(twin) == [], twin
+
+
+@pytest.mark.parametrize(
+    ("name", "matrix"),
+    [("aten::mm", True), ("aten::cudnn_convolution_backward_input", True), ("ConvolutionBackward0", True), ("AddmmBackward0", True),
+     ("CompiledFunction", False), ("CompiledFunctionBackward", False), ("ReluBackward0", False), ("aten::relu", False)],
+)  # fmt: skip
+def test_matrix_ops_include_their_backward_ops_not_compiled_graphs(name: str, matrix: bool) -> None:
+    from perflint.facts.matrix_owner import is_matrix_op
+
+    assert is_matrix_op(name) is matrix
