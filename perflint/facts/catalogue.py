@@ -108,6 +108,7 @@ TYPES: dict[str, str] = {
     "sm_count": "integer",
     "stage": "integer",
     "stages": "integer",
+    "steady": "bool",
     "steady_steps": "integer",
     "step": "integer",
     "step_busy_worst": "integer",

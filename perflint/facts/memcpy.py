@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 
 from perflint.facts import Context, Row, capability, fact, rows
-from perflint.facts._common import kernel_op, op_info, op_infos, window_mask, window_us
+from perflint.facts._common import kernel_op, model, op_info, op_infos, window_mask, window_us
 from perflint.facts._group import Groups, dense_ids, labels, present_ids
 from perflint.graph.build import runtime_source
 from perflint.ids import isin_ids
 from perflint.metrics.apis import is_alloc
-from perflint.metrics.intervals import merge_spans, merged_pieces
+from perflint.metrics.intervals import covered_before, merge_spans, merged_pieces
 from perflint.metrics.steps import step_of
 from perflint.model import KERNEL, MEMCPY, NONE, GpuTable, Trace
 from perflint.units import fmt_duration
@@ -265,24 +265,36 @@ ALLOC_FIELDS = {
     "per_step": "calls per steady-state step",
     "time_us": "CPU time in the calls (cudaFree also synchronizes the device)",
     "max_us": "longest call",
-    "steady_steps": "steady-state steps examined (analysis steps after the first profiled step)",
+    "steady_steps": "steady-state steps examined (analysis steps after the first profiled step); null when the trace has fewer than two steps",
+    "steady": "the calls were counted in steady-state steps; false: the trace has fewer than two steps and the calls after the device's first work were counted (warm-up cannot be told apart)",
+    "where_counted": "where the calls were counted and what that says of their cause, in words",
+    "gpu_idle_us": "device idle time during the calls: the GPU waited while the host allocated or freed (null without device work)",
 }
 
 
 @fact("alloc_groups", key=("api", "op_stack", "source"), fields=ALLOC_FIELDS)
 def alloc_groups(ctx: Context) -> list[Row]:
-    """Device malloc/free calls in steady-state steps, per API x op stack x source."""
+    """Device malloc/free calls in steady-state steps (without two steps: once the device works),
+    per API x op stack x source."""
     t = ctx.trace
     rt = t.runtime
     first = t.steps[0] if t.steps else None
-    steady = [s for s in ctx.steps if s is not first]
-    if not steady or len(rt) == 0:
+    steady = [s for s in ctx.steps if s is not first] if len(t.steps) >= 2 else []
+    if len(rt) == 0:
         return []
     api_ids = [i for i in present_ids(rt.name) if is_alloc(t.s(i))]
     if not api_ids:
         return []
     cand = np.flatnonzero(isin_ids(rt.name, np.asarray(api_ids, dtype=rt.name.dtype)))
-    cand = cand[step_of(t, steady, rt.ts[cand]) >= 0]
+    ms, me = model(ctx).spans.work
+    if steady:
+        cand = cand[step_of(t, steady, rt.ts[cand]) >= 0]
+    elif len(ms):
+        # Without steady-state steps: the calls once the device has started working (before it,
+        # context creation and model set-up allocate by design), judged by the idle time they cause.
+        cand = cand[(rt.ts[cand] >= ms[0]) & (rt.ts[cand] <= me[-1])]
+    else:
+        return []
     rsrc = runtime_source(t)  # the allocator's calls under torch.cuda.empty_cache() run outside ops
     groups: dict[tuple[Any, ...], list[int]] = {}
     for r in cand.tolist():
@@ -291,7 +303,10 @@ def alloc_groups(ctx: Context) -> list[Row]:
         groups.setdefault((int(rt.name[r]), info.stack, source), []).append(r)
     out: list[Row] = []
     for (api, stack, source), rs in groups.items():
-        dur = rt.dur[np.asarray(rs)]
+        rows = np.asarray(rs)
+        dur = rt.dur[rows]
+        a = rt.ts[rows]
+        idle = float((dur - (covered_before(ms, me, a + dur) - covered_before(ms, me, a))).sum()) if len(ms) else None
         out.append(
             {
                 "_calls": np.asarray(rs, dtype=np.int64),
@@ -301,10 +316,17 @@ def alloc_groups(ctx: Context) -> list[Row]:
                 "op_stack": list(stack),
                 "source": source,
                 "count": len(rs),
-                "per_step": len(rs) / len(steady),
+                "per_step": len(rs) / len(steady) if steady else None,
                 "time_us": float(dur.sum()),
                 "max_us": float(dur.max()),
-                "steady_steps": len(steady),
+                "steady_steps": len(steady) or None,
+                "steady": bool(steady),
+                "where_counted": (
+                    "in steady-state steps: the caching allocator is missing or being emptied"
+                    if steady
+                    else f"in a trace without two {t.recorded('steps')}: first-use allocation (warm-up in the profile) or a missing cache, which steps would tell apart"
+                ),
+                "gpu_idle_us": max(0.0, idle) if idle is not None else None,
             }
         )
     out.sort(key=lambda r: -r["time_us"])
