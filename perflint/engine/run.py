@@ -240,6 +240,28 @@ def _cap_impacts(found: list[Finding], window: float | None) -> None:
                 f.impact_us *= window / total
 
 
+MAX_INFOS = 2  # info findings per rule and trace: the rest are counted in the last one kept
+
+
+def _few_infos(found: list[Finding]) -> list[Finding]:
+    """At most MAX_INFOS info findings of a rule per trace, the largest impacts kept: information
+    is for reading, and a list of look-alikes hides the rest of the report."""
+    infos: dict[str, list[Finding]] = {}
+    for f in found:
+        if f.severity == "info":
+            infos.setdefault(f.code, []).append(f)
+    dropped: set[int] = set()
+    for group in infos.values():
+        if len(group) <= MAX_INFOS:
+            continue
+        group.sort(key=lambda f: -(f.impact_us or 0.0))
+        last, rest = group[MAX_INFOS - 1], group[MAX_INFOS:]
+        last.evidence["more_info_findings"] = len(rest)
+        last.message += f" (and {len(rest)} more like it, left out)"
+        dropped |= {id(f) for f in rest}
+    return [f for f in found if id(f) not in dropped]
+
+
 def status_of(ar: ActiveRule, findings: list[Finding], skipped: str | None) -> RuleStatus:
     if skipped:
         return RuleStatus(ar.code, ar.rule.name, ar.severity, "skipped", reason=skipped)
@@ -287,6 +309,7 @@ def check_trace(subject: Context | Trace, active: list[ActiveRule], role: str | 
         result.findings.extend(found)
     result.metrics["step_model"] = {**summary["step_model"], "what_if_all": apply_step_impacts(ctx, pending)}
     _cap_impacts(result.findings, window)
+    result.findings = _few_infos(result.findings)
     if "trace" in SOURCES:
         (row,) = rows(ctx, "trace") or [{}]
         result.rank_row = {k: v for k, v in row.items() if isinstance(v, (int, float, str, bool, type(None)))}

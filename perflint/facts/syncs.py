@@ -28,6 +28,12 @@ from perflint.model import MEMCPY, NONE, OP_CPU, Trace
 from perflint.stepmodel.graph import calls_inside
 
 SYNC_OPS = {"aten::item": "item", "aten::_local_scalar_dense": "item"}
+
+
+def sync_op(name: str) -> str | None:
+    """The sync an op forces, by its name with or without the `aten::` namespace (nvprof's pyprof
+    markers name ops without it)."""
+    return SYNC_OPS.get(name if name.startswith("aten::") else "aten::" + name)
 _DIRECTION = re.compile(r"Memcpy (\w+)")
 
 FIELDS = {
@@ -156,7 +162,7 @@ def _events(ctx: Context) -> tuple[np.ndarray, _Events]:
     ops = t.ops
     rt = t.runtime
     g = t.gpu
-    sync_ops = [i for i in present_ids(ops.name) if t.s(i) in SYNC_OPS]
+    sync_ops = [i for i in present_ids(ops.name) if sync_op(t.s(i))]
     flag = _sync_op_flag(ctx, sync_ops)
     cand = np.zeros(0, dtype=np.int64)
     if sync_ops:
@@ -355,7 +361,7 @@ def _row(ctx: Context, ev: _Events, first: _First, ops: np.ndarray, calls: np.nd
         # The runtime calls that waited (those inside the sync ops too), for the step model's what-if.
         "_calls": np.concatenate([calls.astype(np.int64), calls_inside(ctx.trace, ops.astype(np.int64))]),
         "kind": kind,
-        "category": "memcpy" if category == 2 else "pageable_copy" if category == 3 else sync_kind(kind) or SYNC_OPS[kind],
+        "category": "memcpy" if category == 2 else "pageable_copy" if category == 3 else sync_kind(kind) or sync_op(kind),
         "op": stack[-1] if stack else None,
         "top_level_op": stack[0] if stack else None,
         "op_stack": list(stack),

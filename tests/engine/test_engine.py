@@ -298,3 +298,18 @@ def test_override_of_an_unknown_rule_is_refused(tmp_path: Path, capsys) -> None:
     cfg.write_text("fail-on: error\nrules:\n  NOPE123: {severity: info}\n")
     assert main(["check", _trace(tmp_path), "--config", str(cfg)]) == 2
     assert f"{cfg}: line 3: key 'rules.NOPE123': selector 'NOPE123' matches no rule" in capsys.readouterr().err
+
+
+def test_at_most_two_info_findings_per_rule_and_trace() -> None:
+    from perflint.engine.run import MAX_INFOS, _few_infos
+    from perflint.findings import Finding
+
+    def f(code: str, sev: str, impact: float) -> Finding:
+        return Finding(code=code, name="x.y", severity=sev, message=f"{code} {impact}", trace="t", rank=None, fingerprint=f"{code}{impact}", impact_us=impact)  # type: ignore[arg-type]
+
+    found = [f("OCC004", "info", i) for i in (5.0, 50.0, 1.0, 20.0)] + [f("OCC004", "warning", 2.0), f("SYNC001", "info", 3.0)]
+    kept = _few_infos(found)
+    occ_info = [x for x in kept if x.code == "OCC004" and x.severity == "info"]
+    assert MAX_INFOS == 2 and [x.impact_us for x in occ_info] == [50.0, 20.0]  # the largest, in report order
+    assert occ_info[-1].evidence["more_info_findings"] == 2 and occ_info[-1].message.endswith("(and 2 more like it, left out)")
+    assert any(x.severity == "warning" for x in kept) and any(x.code == "SYNC001" for x in kept)  # warnings and other rules stay
