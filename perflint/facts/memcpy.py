@@ -145,6 +145,7 @@ SHARE_FIELDS = {
     "exposed_share_pct": "exposed_us / step time",
     "pageable_pct": "share of the copy time from/to pageable host memory",
     "top_ops": "ops with the most copy time: 'op N copies, X'",
+    "copy_advice": "what to do about copies of this direction, in words: host copies (HtoD, DtoH) and device copies (DtoD, peer) have different fixes",
     "steps": "number of analysis steps",
 }
 
@@ -198,6 +199,34 @@ def _kernel_spans_meeting(
     return np.concatenate(kept_s), np.concatenate(kept_e)
 
 
+_HOST_ADVICE = (
+    "Move less data between host and device: keep tensors on the GPU across steps, avoid "
+    ".cpu()/.numpy() round trips, move preprocessing onto the GPU, use smaller dtypes for inputs. "
+    "Hide the rest: pinned memory with non_blocking=True copies, and prefetch the next batch on a side "
+    "stream while the current one computes."
+)
+_DEVICE_ADVICE = (
+    "These copies stay on the GPU (clone(), contiguous(), torch.cat, dtype or layout changes, and the "
+    "input and output copies of compiled graphs and CUDA graphs): pinned memory does not apply. Keep "
+    "one memory layout end to end (no permute().contiguous() round trips), write results in place or "
+    "into preallocated buffers (out=, index_copy_), let torch.compile fuse the copy into its consumer, "
+    "and with mode='reduce-overhead' keep the graph's inputs in static buffers so they are not copied in."
+)
+_PEER_ADVICE = (
+    "Copies between GPUs: check that peer access goes over NVLink (nvidia-smi topo -m) rather than "
+    "through host memory, and use NCCL collectives or send/recv for data that all ranks exchange."
+)
+
+
+def copy_advice(direction: str | None) -> str:
+    """The fix for copies of one direction: host transfers, copies within a device, or between devices."""
+    if direction == "DtoD":
+        return _DEVICE_ADVICE
+    if direction in ("PtoP", "Peer"):
+        return _PEER_ADVICE
+    return _HOST_ADVICE
+
+
 @fact("memcpy_share", key=("direction",), fields=SHARE_FIELDS)
 def memcpy_share(ctx: Context) -> list[Row]:
     """Copy time per direction as a share of step time (and the part kernels did not hide)."""
@@ -241,6 +270,7 @@ def memcpy_share(ctx: Context) -> list[Row]:
                 "exposed_share_pct": 100.0 * exposed / span if span else None,
                 "pageable_pct": 100.0 * pageable / total if total else 0.0,
                 "top_ops": [f"{op} {n} copies, {fmt_duration(us)}" for op, n, us in top],
+                "copy_advice": copy_advice(direction),
                 "steps": len(ctx.steps),
             }
         )

@@ -64,3 +64,29 @@ def test_allocator_gaps_without_steps(tmp_path: Path, capsys: pytest.CaptureFixt
             (f,) = found
             assert f["evidence"]["count"] == 1 and f["evidence"]["gpu_idle_us"] == pytest.approx(21_000)
             assert "warm-up" in f["message"] and f["severity"] == "warning"
+
+
+def test_copy_advice_follows_the_direction(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Device-to-device clones get layout and buffer advice, host copies pinned memory."""
+    import json
+
+    from perflint.cli import main
+    from tests.builder import TraceBuilder
+
+    def fix(direction: str) -> str:
+        b = TraceBuilder()
+        for n in range(1, 5):
+            s = (n - 1) * 1000.0
+            b.step(n, s, 1000)
+            b.op("aten::clone", s + 5, 20)
+            b.memcpy(s + 30, 400, 1 << 24, direction=direction, src="Device" if direction == "DtoD" else "Pinned", dst="Device", launch_ts=s + 8)
+            b.op("aten::mm", s + 40, 20)
+            b.kernel("ampere_sgemm_128x64_tn", s + 440, 300, launch_ts=s + 45)
+            b.wait_for_gpu(s + 70, s + 740)
+        path = b.write(tmp_path / f"{direction}.json")
+        assert main(["check", path, "--select", "MEM002", "--format", "json", "--fail-on", "never"]) == 0
+        (f,) = [f for t in json.loads(capsys.readouterr().out)["traces"] for f in t["findings"]]
+        return str(f["fix"])
+
+    assert "pinned memory does not apply" in fix("DtoD")
+    assert "non_blocking=True" in fix("HtoD")
