@@ -25,11 +25,11 @@ from typing import Any
 import numpy as np
 
 from perflint.facts import Context, Row, capability, enricher
-from perflint.facts._common import window_mask
+from perflint.facts._common import kernel_op, op_info, window_mask
 from perflint.facts._spans import EMPTY, Spans, length, spans, step_windows, union
 from perflint.graph.names import ops_named
 from perflint.metrics.kernels import CAT_INDEX, classify
-from perflint.model import KERNEL, MEMCPY, MEMSET, Trace
+from perflint.model import KERNEL, MEMCPY, MEMSET, NONE, Trace
 
 FIELDS = {
     "comm_kernels": "communication kernels running in the analysis steps (null for host collectives)",
@@ -43,6 +43,8 @@ FIELDS = {
     "compute_us": "non-communication kernel time per analysis step (us)",
     "collectives": "collective names recorded on comm kernels (Collective name arg), comma-separated",
     "comm_source": "'host' when the collectives ran on the CPU (gloo spans), null for NCCL/RCCL kernels",
+    "comm_traffic": "what the communication is for, by the collective with the most kernel time: expert_parallel (all-to-all: MoE experts, sharded embeddings), tensor_parallel (all-reduce on forward ops), data_parallel, pipeline (send/recv), other",
+    "comm_advice": "the fix for that traffic, in words",
 }
 
 _HOST_COLLECTIVE = ("gloo:",)
@@ -131,7 +133,99 @@ def comm_numbers(ctx: Context) -> dict[str, Any]:
     out["comm_overlap_pct"] = 100.0 * _overlap_in_windows(cs, cs_len, comp, wins) / comm_time if comm_time > 0 else None
     names = sorted({t.s(int(c)) for c in g.collective[comm].tolist() if c >= 0})
     out["collectives"] = ", ".join(names) if names else None
+    out["comm_traffic"] = _traffic(ctx, np.flatnonzero(comm))
+    out["comm_advice"] = ADVICE[out["comm_traffic"]]
     return out
+
+
+# Collective (recorded name, else kernel name) -> its kind; all-to-all first: NCCL runs it as
+# SendRecv kernels, which only the recorded collective name tells from pipeline send/recv.
+_KINDS = (
+    ("all_to_all", ("alltoall", "deepep", "dispatch", "combine", "nvshmem")),
+    ("all_reduce", ("allreduce",)),
+    ("reduce_scatter", ("reducescatter",)),
+    ("all_gather", ("allgather",)),
+    ("send_recv", ("sendrecv", "send", "recv")),
+    ("broadcast", ("broadcast", "bcast")),
+)
+
+
+def collective_kind(name: str) -> str | None:
+    """all_to_all | all_reduce | reduce_scatter | all_gather | send_recv | broadcast, from a
+    collective or kernel name in any spelling (all_reduce, AllReduce, all-reduce, allreduce)."""
+    low = name.lower().replace("_", "").replace("-", "").replace(" ", "")
+    for kind, words in _KINDS:
+        if any(w in low for w in words):
+            return kind
+    return None
+
+
+def _traffic(ctx: Context, rows: np.ndarray) -> str:
+    """What the communication is for, by the collective kind with the most kernel time:
+    expert_parallel (all-to-all), tensor_parallel (all-reduce launched by forward ops),
+    data_parallel (all-reduce, reduce-scatter, all-gather otherwise), pipeline (send/recv), other.
+    A kernel's kind comes from the collective name recorded on it, else from the collective op
+    that launched it (c10d::alltoall_base_), else from its own name: NCCL runs all-to-all as
+    SendRecv kernels, which only the first two tell from pipeline send/recv."""
+    t = ctx.trace
+    g = t.gpu
+    time: dict[str, float] = {}
+    kop = kernel_op(t, rows)
+    by_op: dict[int, tuple[str | None, bool]] = {}
+    for r, op in zip(rows.tolist(), kop.tolist()):
+        c = int(g.collective[r])
+        kind = collective_kind(t.s(c)) if c >= 0 else None
+        forward = False
+        if op != NONE:
+            if op not in by_op:
+                info = op_info(ctx, op)
+                of_stack = next((k for k in map(collective_kind, reversed(info.stack)) if k), None)
+                ddp = any("reducer" in n or "DistributedDataParallel" in n or "AccumulateGrad" in n for n in info.stack)
+                by_op[op] = (of_stack, bool(info.stack) and not info.is_backward and not ddp)
+            of_stack, forward = by_op[op]
+            kind = kind or of_stack
+        kind = kind or collective_kind(t.s(int(g.name[r]))) or "other"
+        if kind == "all_reduce" and forward:
+            kind = "tp_all_reduce"
+        time[kind] = time.get(kind, 0.0) + float(g.dur[r])
+    top = max(time, key=lambda k: time[k]) if time else "other"
+    return {
+        "all_to_all": "expert_parallel", "tp_all_reduce": "tensor_parallel", "all_reduce": "data_parallel",
+        "reduce_scatter": "data_parallel", "all_gather": "data_parallel", "send_recv": "pipeline",
+    }.get(top, "other")  # fmt: skip
+
+
+ADVICE = {
+    "expert_parallel": (
+        "The communication is all-to-all (expert parallelism: MoE token dispatch and combine; embedding "
+        "tables sharded across ranks exchange the same way). Balance the experts' (or shards') load (auxiliary load-balancing loss, capacity factor), keep tokens on their node where the "
+        "router allows (node-limited routing), and overlap dispatch and combine with the experts' or shared "
+        "experts' compute (micro-batch pipelining, DeepEP's low-latency kernels with hooks). DDP gradient "
+        "bucketing does not apply to this traffic."
+    ),
+    "tensor_parallel": (
+        "The communication is all-reduce on each layer's forward (tensor parallelism): it sits on the critical "
+        "path of every layer, so gradient bucketing does not apply. Overlap it with sequence parallelism "
+        "(reduce-scatter + all-gather around the norms) or fused GEMM + communication kernels, keep each "
+        "tensor-parallel group inside one NVLink domain, or use fewer tensor-parallel ranks per layer."
+    ),
+    "data_parallel": (
+        "The communication is data-parallel gradient traffic (all-reduce, reduce-scatter, all-gather). Send "
+        "less or less often: gradient accumulation with no_sync() for the inner micro-steps, a larger per-GPU "
+        "batch, bf16 gradients (DDP compression hooks, FSDP reduce_dtype). Overlap it with backward: DDP "
+        "bucket_cap_mb sized to the model, gradient_as_bucket_view=True, FSDP backward_prefetch and "
+        "forward_prefetch. Use the fastest transport (NCCL/RCCL over NVLink/InfiniBand, not TCP sockets)."
+    ),
+    "pipeline": (
+        "The communication is point-to-point send/recv (pipeline parallelism): the exposed part is the "
+        "pipeline bubble. Use more micro-batches per step, an interleaved (virtual-stage) schedule, and "
+        "balance the stages so no stage waits for a slower one."
+    ),
+    "other": (
+        "Send less or less often (larger per-GPU batches, fewer synchronizations), overlap the collectives "
+        "with independent compute, and use the fastest transport (NCCL/RCCL over NVLink/InfiniBand)."
+    ),
+}
 
 
 def _host_numbers(ctx: Context, out: dict[str, Any]) -> dict[str, Any]:
@@ -151,7 +245,7 @@ def _host_numbers(ctx: Context, out: dict[str, Any]) -> dict[str, Any]:
         comm_kernels=None, comm_time_us=comm_time, comm_us=comm_time / per, comm_exposed_us=comm_time / per,
         comm_pct=100.0 * comm_time / total, comm_exposed_pct=100.0 * comm_time / total, comm_overlap_pct=0.0,
         collectives=", ".join(sorted({t.s(int(n)).split(":", 1)[1] for n in t.ops.name[idx].tolist()})),
-        comm_source="host",
+        comm_source="host", comm_traffic="data_parallel", comm_advice=ADVICE["data_parallel"],
     )  # fmt: skip
     return out
 

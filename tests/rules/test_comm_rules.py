@@ -29,3 +29,29 @@ def test_comm_hta_nccl_rank0(capsys: pytest.CaptureFixture[str]) -> None:
     assert 0 <= ev["comm_exposed_pct"] <= ev["comm_pct"] <= 100
     assert ev["comm_overlap_pct"] == pytest.approx(1.34, abs=0.01)
     assert not findings_of(doc, "COMM002")  # one finding per root cause: COMM001 has it
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [("all_reduce", "all_reduce"), ("ncclDevKernel_AllGather_RING_LL", "all_gather"), ("parallel all-reduce", "all_reduce"),
+     ("c10d::alltoall_base_", "all_to_all"), ("_reduce_scatter_base", "reduce_scatter"), ("ncclKernel_SendRecv_RING_SIMPLE", "send_recv"),
+     ("void deep_ep::intranode::dispatch<8>", "all_to_all"), ("aten::mm", None)],
+)  # fmt: skip
+def test_collective_kinds_in_any_spelling(name: str, kind: str | None) -> None:
+    from perflint.facts.comm import collective_kind
+
+    assert collective_kind(name) == kind
+
+
+def test_comm_advice_follows_the_traffic() -> None:
+    """HTA's sampled recsys ranks run NCCL SendRecv kernels under c10d::alltoall_base_ (sharded
+    embeddings): all-to-all advice, no DDP buckets; the cpu_only rank's gloo/nccl all_reduce is
+    data-parallel gradient traffic."""
+    from perflint.facts import Context
+    from perflint.facts.comm import comm_numbers
+    from perflint.graph.load import load_trace
+
+    a2a = comm_numbers(Context(load_trace(shared_trace("hta/trace_filter/sampled_rank-0.json.gz"))))
+    assert a2a["comm_traffic"] == "expert_parallel" and "all-to-all" in a2a["comm_advice"] and "no_sync" not in a2a["comm_advice"]
+    dp = comm_numbers(Context(load_trace(shared_trace("hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"))))
+    assert dp["comm_traffic"] == "data_parallel" and "no_sync()" in dp["comm_advice"]
