@@ -11,6 +11,7 @@ import numpy as np
 from perflint.facts import Context, Row, enricher, fact
 from perflint.facts._common import model
 from perflint.metrics.stats import np_median
+from perflint.stepmodel.critical import LABELS
 from perflint.units import plural
 
 FIELDS = {
@@ -71,7 +72,13 @@ SUMMARY_FIELDS = {
     "step_window_us": "total step window time",
     "step_count": "steps the busy numbers cover (0: whole trace)",
     "step_busy_scope": "where the busy numbers come from, in words",
+    "step_bound_by": "what the median step's critical path is made of: its three largest categories with their share of the step, in words (null without steps)",
+    "host_pace": "the host-side category that leads the median step's critical path (kernel launch overhead, CPU op dispatch / Python, data loading, host sync wait, cross-stream wait), null when GPU work leads it",
+    "host_pace_pct": "that category's share of the median step, %",
 }
+
+# Critical-path categories of host-side time: when one of them leads, the host sets the pace.
+HOST_SIDE = ("launch", "cpu", "data_loading", "sync", "event")
 
 
 @enricher("trace", fields=SUMMARY_FIELDS)
@@ -96,4 +103,15 @@ def step_busy_summary(ctx: Context, row: Row) -> Row:
         "step_window_us": m.window_us,
         "step_count": len(busy) if m.window.has_steps else 0,
         "step_busy_scope": scope,
+        **_bound_by(m.bound_by()),
     }
+
+
+def _bound_by(bound: list[tuple[str, float]]) -> Row:
+    total = sum(us for _, us in bound)
+    if total <= 0:
+        return {"step_bound_by": None, "host_pace": None, "host_pace_pct": None}
+    text = ", ".join(f"{100.0 * us / total:.0f}% {LABELS[c]}" for c, us in bound[:3] if us >= 0.005 * total)
+    lead = bound[0][0]
+    host = lead in HOST_SIDE
+    return {"step_bound_by": text, "host_pace": LABELS[lead] if host else None, "host_pace_pct": 100.0 * bound[0][1] / total if host else None}

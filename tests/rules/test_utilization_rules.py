@@ -64,3 +64,17 @@ def test_vllm_graph_execution_is_busy(capsys: pytest.CaptureFixture[str]) -> Non
     t = only_trace(shared_trace(VLLM), "UTIL,GAP001", capsys)
     assert t["findings"] == []
     assert {s["code"]: s["status"] for s in t["statuses"]} == {"UTIL001": "passed", "UTIL002": "passed", "GAP001": "passed"}
+
+
+def test_util001_names_what_sets_the_pace(capsys: pytest.CaptureFixture[str]) -> None:
+    """A launch-bound step (fixtures/gpu/launch_bound: hundreds of tiny kernels): UTIL001 says the
+    host leads the median step's critical path and its fix starts from that."""
+    import json
+
+    from perflint.cli import main
+    from tests.conftest import FIXTURES
+
+    assert main(["check", str(FIXTURES / "gpu" / "launch_bound.pt.trace.json.gz"), "--select", "UTIL001", "--format", "json", "--fail-on", "never"]) == 0
+    (f,) = [f for t in json.loads(capsys.readouterr().out)["traces"] for f in t["findings"]]
+    assert "the median step's critical path is" in f["message"] and "CPU op dispatch / Python" in f["message"]
+    assert "(here CPU op dispatch / Python)" in f["fix"] and "CUDA graph" in f["fix"]
