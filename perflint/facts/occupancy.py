@@ -9,8 +9,9 @@ for a kernel that did run blocks is treated as missing and the theoretical value
 
 from __future__ import annotations
 
-import math
 from typing import Any
+
+import numpy as np
 
 from perflint.facts import Context, Row, enricher
 from perflint.facts._common import primary_device
@@ -24,10 +25,42 @@ FIELDS = {
     "occupancy_source": "trace | theoretical (where occupancy_eff_pct comes from)",
     "occupancy_eff_limiter": "what holds occupancy_eff_pct down: 'grid size' when the grid is below the resident limit, null when the measured occupancy is well below the theoretical one (no resource limits it), else occupancy_limiter",
     "grid_fill": "blocks per SM launched (trace `blocks per SM`, else blocks / SM count)",
-    "waves": "blocks / (SM count x max_blocks_per_sm)",
-    "tail_wave_pct": "how full the last, partial wave is (% of a full wave); null when waves are whole",
+    "waves": "blocks / (SM count x max_blocks_per_sm), of each launch's own grid, time-weighted over the group",
+    "tail_wave_pct": "how full the last, partial wave is (% of a full wave), time-weighted over the launches whose last wave is partial; null when every launch's waves are whole",
+    "tail_loss_us": "per launch with at least one full wave, the time its partial last wave leaves SMs idle (dur / ceil(waves) x (1 - fullness)), summed",
     "warp_size": "threads per warp (64 on AMD CDNA)",
 }
+
+
+def _waves(ctx: Context, row: Row, wave: int) -> Row:
+    """Waves and the tail of each launch's own grid (launches of one kernel may differ in grid),
+    time-weighted over the group: `waves`, `tail_wave_pct` (how full the last wave is, over the
+    launches whose last wave is partial) and `tail_loss_us` (per launch, the share of its time
+    the partial last wave leaves idle: dur / ceil(waves) x (1 - fullness))."""
+    g = ctx.trace.gpu
+    rows = row.get("_gpu")
+    if rows is None or not len(rows):
+        blocks = float(row["blocks"])
+        waves_1 = np.asarray([blocks / wave])
+        dur = np.asarray([float(row.get("time_us") or 0.0)])
+    else:
+        grid = g.grid[rows].astype(np.float64)
+        waves_1 = grid[:, 0] * grid[:, 1] * grid[:, 2] / wave
+        dur = g.dur[rows]
+    ok = waves_1 > 0
+    waves_1, dur = waves_1[ok], dur[ok]
+    if not len(dur) or dur.sum() <= 0:
+        return {}
+    frac = waves_1 - np.floor(waves_1)
+    partial = frac > 1e-9
+    full = np.maximum(np.ceil(waves_1), 1.0)
+    loss = np.where(partial & (waves_1 >= 1.0), dur / full * (1.0 - frac), 0.0)
+    tail = float(np.average(frac[partial], weights=dur[partial])) if partial.any() and dur[partial].sum() > 0 else None
+    return {
+        "waves": float(np.average(waves_1, weights=dur)),
+        "tail_wave_pct": 100.0 * tail if tail is not None else None,
+        "tail_loss_us": float(loss.sum()),
+    }
 
 
 def _occupancy_of_config(ctx: Context, config: tuple[Any, Any, Any]) -> Occupancy | None:
@@ -52,10 +85,7 @@ def launch_config(ctx: Context, row: Row) -> Row:
         out["occupancy_limiter"] = occ.limiter
         out["max_blocks_per_sm"] = occ.active_blocks
         if blocks and sms and occ.active_blocks:
-            waves = blocks / (sms * occ.active_blocks)
-            out["waves"] = waves
-            frac = waves - math.floor(waves)
-            out["tail_wave_pct"] = 100.0 * frac if frac > 1e-9 else None
+            out.update(_waves(ctx, row, sms * occ.active_blocks))
     traced = row.get("occupancy_pct")
     if traced is not None and (traced > 0 or not grid_fill):
         out["occupancy_eff_pct"], out["occupancy_source"] = traced, "trace"

@@ -20,6 +20,7 @@ from perflint.facts import Context, Row, enricher
 from perflint.facts._common import primary_device
 from perflint.metrics.devices import Match, device_part
 from perflint.metrics.dtypes import dtype_size
+from perflint.metrics.shapes import op_shape
 
 TILE = 128  # output tile edge of the large-GEMM kernels cuBLAS / hipBLASLt pick for big problems
 
@@ -94,3 +95,28 @@ def op_roofline(ctx: Context, row: Row) -> Row:
         out["matrix_tflops"] = achieved = flops * row["count"] / fmat / 1e6
         out["pct_of_attainable"] = 100.0 * achieved / attainable
     return out
+
+
+KERNEL_FIELDS = {
+    "roof_pct": "the kernel's speed as % of the roof its op's shape allows on the device (memory or compute: min(peak, intensity x bandwidth)), from the mean launch time; null when the op's shape or the device's peaks are unknown",
+}
+
+
+@enricher("kernel_groups", fields=KERNEL_FIELDS)
+def kernel_roof(ctx: Context, row: Row) -> Row:
+    """How close a GEMM or convolution kernel runs to its roof: at the memory or compute roof its
+    grid is not what holds it back."""
+    op, mean = row.get("op"), row.get("mean_us")
+    if not op or not mean or row.get("category") not in ("gemm", "conv"):
+        return {"roof_pct": None}
+    shape = op_shape(op, row.get("input_dims"))
+    part = _part(ctx).part
+    dtype = row.get("dtype")
+    if shape is None or part is None or not shape.flops:
+        return {"roof_pct": None}
+    peak, bw, size = part.peak(dtype, True), part.bandwidth_gbps, dtype_size(dtype)
+    elems = _min_elems({"conv": shape.conv, "m": shape.m, "n": shape.n, "k": shape.k, "batch": shape.batch})
+    if peak is None or bw is None or size is None or not elems:
+        return {"roof_pct": None}
+    attainable = min(peak, shape.flops / (elems * size) * bw / 1e3)
+    return {"roof_pct": 100.0 * shape.flops / attainable / 1e6 / float(mean)}
