@@ -15,6 +15,8 @@ import numpy as np
 
 from perflint.facts import Context, Row, enricher
 from perflint.facts._common import primary_device
+from perflint.facts.comm import comm_mask
+from perflint.memo import once
 from perflint.metrics.occupancy import Occupancy, device_occupancy
 
 FIELDS = {
@@ -25,6 +27,8 @@ FIELDS = {
     "occupancy_source": "trace | theoretical (where occupancy_eff_pct comes from)",
     "occupancy_eff_limiter": "what holds occupancy_eff_pct down: 'grid size' when the grid is below the resident limit, null when the measured occupancy is well below the theoretical one (no resource limits it), else occupancy_limiter",
     "grid_fill": "blocks per SM launched (trace `blocks per SM`, else blocks / SM count)",
+    "comm_sms": "SMs held by communication kernels running at the same time, time-weighted over the group's launches (null when none ran beside it)",
+    "free_grid_fill": "blocks per SM left free by those communication kernels, time-weighted (null when none ran beside it)",
     "waves": "blocks / (SM count x max_blocks_per_sm), of each launch's own grid, time-weighted over the group",
     "tail_wave_pct": "how full the last, partial wave is (% of a full wave), time-weighted over the launches whose last wave is partial; null when every launch's waves are whole",
     "tail_loss_us": "per launch with at least one full wave, the time its partial last wave leaves SMs idle (dur / ceil(waves) x (1 - fullness)), summed",
@@ -63,6 +67,48 @@ def _waves(ctx: Context, row: Row, wave: int) -> Row:
     }
 
 
+@once
+def _comm_sms(ctx: Context) -> tuple[np.ndarray, np.ndarray] | None:
+    """SMs held by communication kernels over time, as a step function: (change times, SMs held
+    from each time on). A communication block occupies an SM for the kernel's life (NCCL, DeepEP
+    and NVSHMEM kernels are persistent), so concurrent GEMMs get the rest."""
+    t = ctx.trace
+    g = t.gpu
+    rows = np.flatnonzero(comm_mask(t))
+    if not len(rows):
+        return None
+    grid = g.grid[rows].astype(np.float64)
+    blocks = grid[:, 0] * grid[:, 1] * grid[:, 2]
+    times = np.concatenate([g.ts[rows], g.ts[rows] + g.dur[rows]])
+    delta = np.concatenate([blocks, -blocks])
+    order = np.argsort(times, kind="stable")
+    return times[order], np.cumsum(delta[order])
+
+
+def _beside_comm(ctx: Context, row: Row, sms: int) -> Row:
+    """The group's grid against the SMs that concurrent communication kernels leave free: a GEMM
+    sized to them (DeepEP takes about 20 SMs by design) fills its share of the GPU."""
+    held = _comm_sms(ctx)
+    rows = row.get("_gpu")
+    if held is None or rows is None or not len(rows):
+        return {"comm_sms": None, "free_grid_fill": None}
+    times, level = held
+    g = ctx.trace.gpu
+    mid = g.ts[rows] + g.dur[rows] / 2.0
+    at = np.searchsorted(times, mid, side="right") - 1
+    taken = np.where(at >= 0, level[np.maximum(at, 0)], 0.0)
+    taken = np.clip(taken, 0.0, sms - 1)
+    grid = g.grid[rows].astype(np.float64)
+    blocks = grid[:, 0] * grid[:, 1] * grid[:, 2]
+    dur = g.dur[rows]
+    if dur.sum() <= 0 or not taken.any():
+        return {"comm_sms": None, "free_grid_fill": None}
+    return {
+        "comm_sms": float(np.average(taken, weights=dur)),
+        "free_grid_fill": float(np.average(blocks / (sms - taken), weights=dur)),
+    }
+
+
 def _occupancy_of_config(ctx: Context, config: tuple[Any, Any, Any]) -> Occupancy | None:
     return device_occupancy(primary_device(ctx), *config)
 
@@ -80,6 +126,8 @@ def launch_config(ctx: Context, row: Row) -> Row:
     if grid_fill is None and blocks and sms:
         grid_fill = blocks / sms
     out["grid_fill"] = grid_fill
+    if grid_fill is not None and sms and row.get("category") != "communication":
+        out.update(_beside_comm(ctx, row, int(sms)))
     if occ is not None:
         out["theoretical_occupancy_pct"] = occ.occupancy_pct
         out["occupancy_limiter"] = occ.limiter

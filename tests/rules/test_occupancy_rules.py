@@ -88,3 +88,32 @@ def test_occ004_judges_each_launch_by_its_own_grid(tmp_path: Path) -> None:
     # 110 blocks = 0.55 waves (no full wave: no tail loss); 200 blocks = 1.0 wave: whole.
     assert row["tail_loss_us"] == 0.0 and row["waves"] == pytest.approx((0.55 + 1.0) / 2)
     assert row["tail_wave_pct"] == pytest.approx(55.0)
+
+
+def test_occ002_judges_a_grid_against_the_sms_communication_leaves(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A GEMM of 112 blocks on a 132-SM H100 fills 0.85 of the SMs; beside a DeepEP dispatch
+    kernel holding 20 SMs it fills the 112 left: no finding then."""
+    import json
+
+    from perflint.cli import main
+    from tests.builder import TraceBuilder
+
+    def found(with_comm: bool) -> list[dict[str, object]]:
+        b = TraceBuilder(device="NVIDIA H100 80GB HBM3", sm_count=132, cc=(9, 0))
+        for n in range(1, 5):
+            s = (n - 1) * 1000.0
+            b.step(n, s, 1000)
+            b.op("aten::mm", s + 5, 10, dims=[[8192, 4096], [4096, 4096]], types=["c10::BFloat16", "c10::BFloat16"])
+            b.kernel("void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_tn_align8>(Params)", s + 20, 600,
+                     launch_ts=s + 8, grid=(112, 1, 1), block=(128, 1, 1), blocks_per_sm=112 / 132, occupancy=20.0)
+            if with_comm:
+                b.op("deep_ep::dispatch", s + 12, 5)
+                b.kernel("void deep_ep::intranode::dispatch<8, 768, 8192>(int4*, float*)", s + 10, 620, launch_ts=s + 13, stream=9,
+                         grid=(20, 1, 1), block=(768, 1, 1), blocks_per_sm=20 / 132, occupancy=5.0)
+            b.wait_for_gpu(s + 30, s + 640)
+        path = b.write(tmp_path / f"ep{with_comm}.json")
+        assert main(["check", path, "--select", "OCC002", "--format", "json", "--fail-on", "never"]) == 0
+        return [f for t in json.loads(capsys.readouterr().out)["traces"] for f in t["findings"]]
+
+    assert len(found(False)) == 1
+    assert found(True) == []
