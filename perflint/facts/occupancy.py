@@ -17,6 +17,7 @@ from perflint.facts import Context, Row, enricher
 from perflint.facts._common import primary_device
 from perflint.facts.comm import comm_mask
 from perflint.memo import once
+from perflint.metrics.grid_knobs import grid_knob
 from perflint.metrics.occupancy import Occupancy, device_occupancy
 
 FIELDS = {
@@ -27,6 +28,7 @@ FIELDS = {
     "occupancy_source": "trace | theoretical (where occupancy_eff_pct comes from)",
     "occupancy_eff_limiter": "what holds occupancy_eff_pct down: 'grid size' when the grid is below the resident limit, null when the measured occupancy is well below the theoretical one (no resource limits it), else occupancy_limiter",
     "grid_fill": "blocks per SM launched (trace `blocks per SM`, else blocks / SM count)",
+    "grid_knob": "what the user can change to give the kernel a larger grid, in words (the shape for library kernels, the launch grid for their own); null where the library alone decides",
     "comm_sms": "SMs held by communication kernels running at the same time, time-weighted over the group's launches (null when none ran beside it)",
     "free_grid_fill": "blocks per SM left free by those communication kernels, time-weighted (null when none ran beside it)",
     "waves": "blocks / (SM count x max_blocks_per_sm), of each launch's own grid, time-weighted over the group",
@@ -126,6 +128,7 @@ def launch_config(ctx: Context, row: Row) -> Row:
     if grid_fill is None and blocks and sms:
         grid_fill = blocks / sms
     out["grid_fill"] = grid_fill
+    out["grid_knob"] = grid_knob(row.get("library"), row.get("category"))
     if grid_fill is not None and sms and row.get("category") != "communication":
         out.update(_beside_comm(ctx, row, int(sms)))
     if occ is not None:

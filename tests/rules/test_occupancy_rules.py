@@ -117,3 +117,12 @@ def test_occ002_judges_a_grid_against_the_sms_communication_leaves(tmp_path: Pat
 
     assert len(found(False)) == 1
     assert found(True) == []
+
+
+def test_grid_knobs_name_what_the_user_can_change() -> None:
+    from perflint.metrics.grid_knobs import grid_knob
+
+    assert "batch" in str(grid_knob("cuBLAS", "gemm")) and "split-K" in str(grid_knob("CUTLASS", "gemm"))
+    assert "launch grid" in str(grid_knob(None, "other"))  # the user's own kernel
+    assert "max-autotune" in str(grid_knob("Triton (Inductor)", "triton_pointwise"))
+    assert grid_knob("cuDNN", "other") is None  # the library decides alone: information only
