@@ -2,7 +2,8 @@
 
 Runs in the normal suite (about 20 s on an idle machine: the venv is made without pip and the
 outer pip installs into it with --no-compile; dependencies come from the pip cache / index).
-PERFLINT_SKIP_E2E=1 skips it for quick local loops. It checks that the built-in rules ship inside the wheel (perflint/builtin_rules)
+It carries the `slow` marker: `pytest -m "not slow"` leaves it out of quick local loops. It
+checks that the built-in rules ship inside the wheel (perflint/builtin_rules)
 and that the installed command, not the source checkout, does the work.
 """
 
@@ -19,7 +20,7 @@ import pytest
 
 from tests.conftest import FIXTURES, ROOT
 
-pytestmark = pytest.mark.skipif(bool(os.environ.get("PERFLINT_SKIP_E2E")), reason="PERFLINT_SKIP_E2E is set")
+pytestmark = pytest.mark.slow
 
 
 def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]

@@ -25,9 +25,11 @@ from typing import Any
 
 import yaml
 
+from tests.conftest import SHARED
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-TRACES = (ROOT.parent / "shared" / "traces").resolve()
+TRACES = (SHARED / "traces").resolve()
 CHECKED = ("fixtures/gpu", "fixtures/cpu")  # besides the corpus; fixtures/rules has its own cases
 GATE = ("error", "warning")
 
