@@ -26,6 +26,7 @@ MODULES = (
     "roofline",
     "stages",
     "steps",
+    "streams",
     "syncs",
     "trace",
 )

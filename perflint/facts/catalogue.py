@@ -127,6 +127,7 @@ TYPES: dict[str, str] = {
     "window_kernels": "integer",
     "world_size": "integer",
     "worse": "number",
+    "xstream_waits": "integer",
 }
 
 
