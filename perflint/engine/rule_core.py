@@ -183,6 +183,10 @@ class RuleCore(_Spec, frozen=True, kw_only=True, rename={"assert_": "assert"}):
     group: Annotated[Group | None, _doc("one finding per group of failing rows instead of one per row")] = None
     at_most: Annotated[list[Cap], _doc("severity caps: at most this severity where a condition holds")] = []
     what_if: Annotated[WhatIf | None, _doc("what the fix changes in the step model; the impact is then its step-time saving")] = None
+    unjudged: Annotated[
+        str | None,
+        _doc("when no row meets `where`, the rule is reported skipped with this reason (a template over params), not passed: it could not judge"),
+    ] = None
 
     def __post_init__(self) -> None:
         problems = []

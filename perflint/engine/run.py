@@ -240,6 +240,17 @@ def _cap_impacts(found: list[Finding], window: float | None) -> None:
                 f.impact_us *= window / total
 
 
+def unjudged(ar: ActiveRule, facts: list[Row]) -> str | None:
+    """The rule's `unjudged` reason when it declares one and no row meets its `where`: it could
+    not judge, which is not a pass."""
+    if ar.rule.unjudged is None:
+        return None
+    where = compile_expr(ar.rule.where)
+    if any(where({**row, **ar.params}) for row in facts):
+        return None
+    return render(ar.rule.unjudged, dict(ar.params), limit=None)
+
+
 MAX_INFOS = 2  # info findings per rule and trace: the rest are counted in the last one kept
 
 
@@ -302,6 +313,8 @@ def check_trace(subject: Context | Trace, active: list[ActiveRule], role: str | 
         if ar.rule.scope not in SOURCES:
             continue  # run-level rule: evaluated over all traces afterwards
         reason = reasons[ar.code]
+        if not reason:
+            reason = unjudged(ar, rows(ctx, ar.rule.scope))
         done = [] if reason else evaluated(ar, rows(ctx, ar.rule.scope), SOURCES[ar.rule.scope].key, trace.path, trace.rank, role, extra=extra)
         pending += [p for p in done if ar.rule.what_if is not None]
         found = [p.finding for p in done]
@@ -331,6 +344,10 @@ def check_run(traces: list[TraceResult], active: list[ActiveRule]) -> tuple[list
         facts = fn(rank_rows)
         if not facts:
             statuses.append(status_of(ar, [], RUN_EMPTY.get(ar.rule.scope, "needs at least two ranks (traces) in one run")))
+            continue
+        why = unjudged(ar, facts)
+        if why:
+            statuses.append(status_of(ar, [], why))
             continue
         found = evaluate(ar, facts, key, "(all ranks)", None, identity.RUN_ROLE, roles)
         statuses.append(status_of(ar, found, None))

@@ -44,7 +44,10 @@ def test_no_straggler_from_one_step_per_rank(tmp_path: Path, capsys: pytest.Capt
     mod = _strag_module()
     doc = check_json([mod.write_ranks(mod.one_step(), tmp_path / "one")], "STRAG001", capsys)
     assert not findings_of(doc, "STRAG001")
-    assert statuses_of(doc, "STRAG001") == ["passed"]
+    # One step per rank cannot tell a straggler from noise: the rule could not judge, and says so.
+    assert statuses_of(doc, "STRAG001") == ["skipped"]
+    (status,) = [s for s in doc["run_statuses"] if s["code"] == "STRAG001"]
+    assert status["reason"].startswith("could not judge") and "at least 2 analysis steps" in status["reason"]
 
 
 def test_straggler_scaled_copy_of_real_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
