@@ -70,6 +70,13 @@ def _is_host_collective(name: str) -> bool:
 def _has_comm(t: Trace) -> str | None:
     if comm_mask(t).any() or len(host_collectives(t)):
         return None
+    if t.world_size is not None and t.world_size > 1:
+        # A rank of a larger job: its communication ran in kernels perflint does not know as
+        # such, or outside the profiled window. Never "a single-process run".
+        return (
+            f"the trace records no communication perflint knows (no NCCL/RCCL, expert-parallel or gloo collectives) "
+            f"although it is a rank of a {t.world_size}-process job"
+        )
     return "the trace has no communication (no NCCL/RCCL kernels, no gloo collectives): a single-process run"
 
 

@@ -55,3 +55,18 @@ def test_comm_advice_follows_the_traffic() -> None:
     assert a2a["comm_traffic"] == "expert_parallel" and "all-to-all" in a2a["comm_advice"] and "no_sync" not in a2a["comm_advice"]
     dp = comm_numbers(Context(load_trace(shared_trace("hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"))))
     assert dp["comm_traffic"] == "data_parallel" and "no_sync()" in dp["comm_advice"]
+
+
+def test_a_rank_of_a_larger_job_is_never_a_single_process_run(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from perflint.facts import CAPABILITIES, Context
+    from perflint.graph.load import load_trace
+    from tests.builder import TraceBuilder
+
+    b = TraceBuilder(rank=63)  # world size 64 recorded, no collective kernels in the window
+    b.step(1, 0, 1000)
+    b.op("aten::mm", 5, 10)
+    b.kernel("ampere_sgemm_128x64_tn", 20, 300, launch_ts=6)
+    reason = CAPABILITIES["communication"](Context(load_trace(b.write(Path(tmp_path) / "r.json"))))
+    assert reason is not None and "64-process job" in reason and "single-process" not in reason
