@@ -190,17 +190,20 @@ def _single_tensor(ctx: Context, bt: _ByThread) -> list[Row]:
     out = []
     for cls, found in by_class.items():
         top = np.concatenate([kids for _, kids in found])
-        calls = _launch_calls(t, top)
-        # foreach still launches one kernel per op kind (per chunk of tensors): those stay.
-        keep = np.zeros(len(calls), dtype=bool)
-        if len(calls):
-            _, first = np.unique(o.name[t.runtime.op[calls]], return_index=True)
-            keep[first] = True
+        removed, launches = [], 0
+        for _, kids in found:
+            calls = _launch_calls(t, kids)
+            launches += len(calls)
+            if len(calls):
+                # foreach still launches one kernel per op kind (per chunk of tensors) each step.
+                _, first = np.unique(o.name[t.runtime.op[calls]], return_index=True)
+                removed.append(np.delete(calls, first))
+        gone = np.concatenate(removed) if removed else np.zeros(0, dtype=np.int64)
         out.append(_row(
             ctx, "single_tensor_optimizer", f"torch.optim.{cls}",
             f"Optimizer.step#{cls}.step", [s for s, _ in found], len(found),
-            ops_per_step=len(top) / len(found), launches=len(calls) if len(t.runtime) else None,
-            launch_us=float(t.runtime.dur[calls[~keep]].sum()), fused=cls in FUSED_OPTIMIZERS, _calls=calls[~keep],
+            ops_per_step=len(top) / len(found), launches=launches if len(t.runtime) else None,
+            launch_us=float(t.runtime.dur[gone].sum()), fused=cls in FUSED_OPTIMIZERS, _calls=gone,
         ))  # fmt: skip
     return out
 
