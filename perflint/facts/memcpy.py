@@ -354,7 +354,7 @@ def alloc_groups(ctx: Context) -> list[Row]:
                 "where_counted": (
                     "in steady-state steps: the caching allocator is missing or being emptied"
                     if steady
-                    else f"in a trace without two {t.recorded('steps')}: first-use allocation (warm-up in the profile) or a missing cache, which steps would tell apart"
+                    else f"without two {t.recorded('steps')}: first-use allocation or a missing cache"
                 ),
                 "gpu_idle_us": max(0.0, idle) if idle is not None else None,
             }

@@ -63,7 +63,7 @@ def test_allocator_gaps_without_steps(tmp_path: Path, capsys: pytest.CaptureFixt
         if want:
             (f,) = found
             assert f["evidence"]["count"] == 1 and f["evidence"]["gpu_idle_us"] == pytest.approx(21_000)
-            assert "warm-up" in f["message"] and f["severity"] == "warning"
+            assert "first-use allocation" in f["message"] and f["severity"] == "warning"
 
 
 def test_copy_advice_follows_the_direction(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
