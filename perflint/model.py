@@ -8,11 +8,12 @@ Times are microseconds as float64, as in the Chrome trace format.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from perflint.ids import distinct
 from perflint.memo import Memo
 
 # GPU activity kinds.
@@ -61,6 +62,25 @@ class Device:
         if self.compute_capability is None:
             return None
         return f"{self.compute_capability[0]}.{self.compute_capability[1]}"
+
+
+def _same_part(a: Device, b: Device) -> bool:
+    """Two devices of one part: equal but for the id, and total memory within 1% (drivers reserve
+    a few MB more on some devices of one machine)."""
+    if replace(a, id=0, total_memory=None) != replace(b, id=0, total_memory=None):
+        return False
+    ma, mb = a.total_memory, b.total_memory
+    if ma is None or mb is None:
+        return ma == mb
+    return abs(ma - mb) <= 0.01 * max(ma, mb)
+
+
+def one_part(devices: dict[int, Device]) -> Device | None:
+    """The device every entry describes when all are one part (the lowest id's entry), else None."""
+    if not devices:
+        return None
+    first = devices[min(devices)]
+    return first if all(_same_part(first, d) for d in devices.values()) else None
 
 
 @dataclass
@@ -251,11 +271,22 @@ class Trace:
         return self.path if self.rank is None else f"{self.path} [rank {self.rank}]"
 
     def device(self, dev_id: int) -> Device | None:
+        """Device `dev_id`. One the trace does not list takes the listed devices' properties when
+        they are all one part: the ids kernels record and the ids of deviceProperties can number
+        the same GPUs differently (ROCm's visible devices, CUDA_VISIBLE_DEVICES). When the listed
+        devices differ, which one ran the kernels is unknown: None."""
         if dev_id in self.devices:
             return self.devices[dev_id]
-        if len(self.devices) == 1:
-            return next(iter(self.devices.values()))
-        return None
+        part = one_part(self.devices)
+        return replace(part, id=dev_id) if part is not None else None
+
+    def kernel_devices(self) -> list[int]:
+        """The device ids kernels ran on, ascending (a slice of rows at a time)."""
+        g = self.gpu
+        ids: set[int] = set()
+        for i in range(0, len(g), _SLICE):
+            ids.update(distinct(g.device[i : i + _SLICE][g.kind[i : i + _SLICE] == KERNEL]))
+        return sorted(ids)
 
     @property
     def primary_device(self) -> Device | None:
@@ -273,4 +304,5 @@ class Trace:
         if not counts:
             return None
         dev_id = min(counts, key=lambda k: (-counts[k], k))
-        return self.device(dev_id) or Device(id=dev_id)
+        # Without device properties the vendor is what the trace says otherwise (an MTIA process group).
+        return self.device(dev_id) or Device(id=dev_id, vendor=str(self.meta.get("device_vendor") or "unknown"))

@@ -38,7 +38,7 @@ FIELDS = {
     "shared_memory": "shared memory bytes per block",
     "sm_count": "SMs on the device",
     "compute_capability": "major*10+minor for NVIDIA devices",
-    "vendor": "nvidia | amd | unknown",
+    "vendor": "nvidia | amd | mtia | unknown",
     "steps": "number of analysis steps",
     "window_share_pct": "share of the analysed time (the steps' windows, else the whole trace)",
     "library": "library whose naming convention identified the kernel (cublas, cudnn, cutlass, triton, ...; '' unknown)",

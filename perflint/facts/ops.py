@@ -79,7 +79,7 @@ FIELDS = {
     "padding_waste_pct": "% of the padded problem's work that is padding",
     "source": "user's file:line, when stacks were recorded",
     "compute_capability": "major*10+minor for NVIDIA devices",
-    "vendor": "nvidia | amd | unknown",
+    "vendor": "nvidia | amd | mtia | unknown",
     "fp32_speedup_hint": "how to move fp32 matrix math to Tensor Cores on this device",
 }
 

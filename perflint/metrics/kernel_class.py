@@ -239,15 +239,18 @@ def _cutlass_named(k: KernelName) -> tuple[str | None, bool | None]:
         return None, None
     sm = next((int(t.removeprefix("sm")) for t in toks[1:gi] if t.removeprefix("sm").isdigit()), None)
     opclass = {t for t in toks[1:gi]}
-    tc: bool | None = False if "simt" in opclass else True if opclass & {"tensorop", "wmma"} else None
+    tc: bool | None = False if "simt" in opclass else True if opclass & {"tensorop", "wmma", "bstensorop", "sptensorop"} else None
     instr = _CUTLASS_INSTR.fullmatch(toks[gi])
     assert instr is not None
     if gi > 0 and toks[gi - 1] in _TYPE_TOKENS:
         return _TYPE_TOKENS[toks[gi - 1]], tc
     if instr["itype"]:
         return _TYPE_TOKENS[instr["itype"]], tc
-    if toks[0].startswith("cutlass3x") and gi + 1 < len(toks) and toks[gi + 1] in _TYPE_TOKENS:
-        return _TYPE_TOKENS[toks[gi + 1]], tc
+    if toks[0].startswith("cutlass3x") and gi + 1 < len(toks):
+        # block-scaled kernels write <scale>x<data> (ue8m0xe4m3): the data type is the input's
+        after = toks[gi + 1].rsplit("x", 1)[-1] if re.fullmatch(r"ue\d+m\d+x\w+", toks[gi + 1]) else toks[gi + 1]
+        if after in _TYPE_TOKENS:
+            return _TYPE_TOKENS[after], tc
     acc, shape = instr["acc"], instr["shape"] or ""
     if tc is False or not shape:
         return {"s": "fp32", "d": "fp64", "h": "fp16", "i": "int8"}.get(acc), tc
@@ -307,6 +310,64 @@ def _nvjet(k: KernelName) -> str | None:
     return None
 
 
+# trtllm-gen's type words (E4m3, Bfloat16, Fp32, MxE4m3): E2m1 is fp4, a type perflint does not rank.
+_TG_WORD = re.compile(r"(?:Mx)?(E\dm\d|Bfloat16|Fp16|Fp32|Fp64|Int8|UInt8|Int32|Int4|UE8m0)", re.IGNORECASE)
+_TG_GROUP = re.compile(rf"(?:{_TG_WORD.pattern})+", re.IGNORECASE)
+_TG_DTYPE = {"e4m3": "fp8", "e5m2": "fp8", "bfloat16": "bf16", "fp16": "fp16", "fp32": "fp32", "fp64": "fp64",
+             "int8": "int8", "uint8": "int8"}  # fmt: skip
+
+
+def _tg_word(group: str) -> str | None:
+    first = _TG_WORD.match(group)
+    return _TG_DTYPE.get(first.group(1).lower()) if first else None
+
+
+def _trtllm_gen(k: KernelName) -> str | None:
+    """<kind>_[<C>_]<A><B>_<acc>_t<tile>...: the group before the accumulator's starts with A's type
+    (bmm_E4m3E4m3_Fp32 = fp8, GemmKernel_Bfloat16_E4m3_Fp32 = fp8 in, bf16 out)."""
+    groups: list[str] = []
+    for t in _tokens(k.function)[1:]:
+        if not _TG_GROUP.fullmatch(t):
+            break
+        groups.append(t)
+    if not groups:
+        return None
+    return _tg_word(groups[-2] if len(groups) > 1 else groups[0])
+
+
+def _trtllm_fmha(k: KernelName) -> str | None:
+    """fmhaSm100aKernel_Qkv<T>O<T>... or _Q<T>Kv<T>O<T>...: Q's type is BMM1's input (a KV cache
+    in fp4 is widened to Q's type)."""
+    m = re.search(rf"_Q(?:kv)?({_TG_WORD.pattern})", k.function, re.IGNORECASE)
+    return _tg_word(m.group(1)) if m else None
+
+
+def _name_or_arg(k: KernelName) -> str | None:
+    """A type token of the function name (fp8_gemm, gemm_e4m3), else the leading template type."""
+    return _token_dtype(k.function) or _type_arg(k)
+
+
+# Tokens of a function name that name a matrix instruction: NVIDIA's HMMA/IMMA, Hopper's (W)GMMA,
+# Blackwell's UMMA (tcgen05), CUTLASS's tensorop; AMD's MFMA / XDLOPS / WMMA.
+_MMA_TOKENS = frozenset({"mma", "hmma", "imma", "qmma", "wgmma", "gmma", "umma", "utcmma", "tcgen05", "tensorop", "tensorcore",
+                         "mfma", "xdl", "xdlops", "wmma"})  # fmt: skip
+# Template arguments that only an MMA kernel carries: CUTLASS 3.x schedules and mainloops for
+# GMMA/UMMA, MMA atoms (SM90_64x128x32_F32E4M3E4M3_SS), the tensor-op class.
+_MMA_ARG = re.compile(r"KernelTmaWarpSpecialized\w*|KernelPtrArrayTmaWarpSpecialized\w*|Mainloop(?:Sm9\d|Sm1\d\d)\w*|"
+                      r"\w*(?:Gmma|GMMA|Umma|UMMA)\w*|SM(?:80|89|90|100|120)_\d+x\d+x\d+\w*|OpClassTensorOp|OpClassWmmaTensorOp")
+
+
+def _mma_mark(k: KernelName, vendor: str | None) -> bool | None:
+    """A kernel matched by its name alone uses matrix units when its name or a template argument
+    names an MMA instruction or an MMA-only CUTLASS schedule; otherwise unknown."""
+    if any(t.lower() in _MMA_TOKENS for t in _tokens(k.function)):
+        return True
+    for _, p in _walk(k, 96):
+        if _MMA_ARG.fullmatch(p.function):
+            return True
+    return None
+
+
 def _miopen_igemm(k: KernelName, vendor: str | None) -> bool | None:
     toks = _tokens(k.function)
     if any(re.fullmatch(r"gtcx\d*", t) for t in toks):
@@ -360,6 +421,9 @@ _DTYPE_RULES: dict[str, Callable[[KernelName], str | None]] = {
     "nvjet": _nvjet,
     "name_token": lambda k: _token_dtype(k.function),
     "triton_ogs": _triton_ogs,
+    "trtllm_gen": _trtllm_gen,
+    "trtllm_fmha": _trtllm_fmha,
+    "name_or_arg": _name_or_arg,
 }
 _TC_RULES: dict[str, Callable[[KernelName, str | None], bool | None]] = {
     "xmma": _xmma_tc,
@@ -371,6 +435,7 @@ _TC_RULES: dict[str, Callable[[KernelName, str | None], bool | None]] = {
     "miopen_igemm": _miopen_igemm,
     "ck": _ck_tc,
     "xformers": _xformers_tc,
+    "mma_mark": _mma_mark,
 }
 
 

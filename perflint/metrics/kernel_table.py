@@ -41,6 +41,8 @@ _ANY_CUDNN = r"(?:cudnn|cudnn_\w+)(?:::.*)?"
 _CUDNN_OR_GLOBAL = r"(?:|cudnn\w*(?:::.*)?)"  # cuDNN kernels: global C names or in cudnn::
 _CUBLAS_OR_GLOBAL = r"(?:|cublas\w*(?:::.*)?)"
 _CUDA_ARCH = r"(?:maxwell|kepler|pascal|volta|turing|ampere|ada|hopper|blackwell|sm\d+)"
+# One trtllm-gen type group: element types written E4m3, E5m2, E2m1, Bfloat16, Fp16, Fp32 (MxE4m3: MX-scaled).
+_TG_TYPES = r"(?:(?:Mx)?(?:E\dm\d|Bfloat16|Fp16|Fp32|Fp64|Int8|UInt8|Int32|Int4|UE8m0))+"
 
 ROWS: tuple[Row, ...] = (
     # --- Templates whose argument is the kernel ------------------------------------------------
@@ -50,6 +52,9 @@ ROWS: tuple[Row, ...] = (
         note="xmma::gemm::kernel<Kernel_traits>: the traits' namespace says GEMM or fprop/dgrad/wgrad"),
     Row("ck_tile.kentry", "Composable Kernel", r"kentry$", "other", scope=r"ck_tile", via_arg=True,
         note="ck_tile::kentry<N, Kernel>: the kernel is a template argument"),
+    Row("arch_guard", "", r"enable_sm\d+\w*$", "other", via_arg=True,
+        note="enable_sm90_or_later<K> & co. (vLLM, SGLang, FlashAttention 3): K built only for the named "
+             "architectures; K names the kernel"),
     # --- cuBLAS / cuBLASLt ---------------------------------------------------------------------
     Row("cublas.nvjet", "cuBLASLt", r"nvjet_", "gemm", "rule:nvjet", True,
         "Hopper+ cuBLASLt GEMMs (GMMA/UMMA); the type token (hsh, tst, qqtst) starts with the input type", scope=r""),
@@ -80,8 +85,21 @@ ROWS: tuple[Row, ...] = (
         "BLAS level-1 dot/asum/nrm2: a vector reduction, not a matrix kernel", scope=r""),
     Row("cublas.level1", "cuBLAS", r"(?:scal|axpy|swap)_kernel", "elementwise", "rule:type_arg", None,
         "BLAS level-1 scal/axpy/swap", scope=r""),
+    # --- TensorRT-LLM (trtllm-gen) and DeepGEMM: Hopper/Blackwell GEMMs -------------------------
+    Row("trtllm.gen_gemm", "TensorRT-LLM", rf"(?:bmm|gemm|\w*Gemm\w*Kernel)_(?:{_TG_TYPES}_)+t(?:ile)?\d+x\d+x\d+",
+        "gemm", "rule:trtllm_gen", True, "trtllm-gen cubins (TensorRT-LLM, FlashInfer): <kind>_[<out>_]<A><B>_<acc>_t<tile>..._sm100a; "
+        "Blackwell UMMA (tcgen05) GEMMs, the type before the accumulator's is the input", scope=r""),
+    Row("deepgemm.splitk", "DeepGEMM", r"\w*split_k_reduce\w*", "gemm", None, None,
+        "DeepGEMM split-K reduction beside its GEMMs", scope=r"deep_gemm(?:::.*)?", helper=True),
+    Row("deepgemm.gemm", "DeepGEMM", r"\w*(?:gemm|bmk_bnk_mn|einsum|mega_moe)\w*", "gemm", "rule:name_token", True,
+        "DeepGEMM (sm90_fp8_gemm_1d2d_impl, sm100_fp8_gemm_1d1d_impl, fp8_gemm_kernel): WGMMA / UMMA only; the "
+        "name's type token is the input type", scope=r"deep_gemm(?:::.*)?"),
+    Row("deepgemm.mqa_logits", "DeepGEMM", r"\w*mqa_logits\w*", "attention", "rule:name_token", True,
+        "DeepGEMM q·k logits of the sparse-attention indexer (WGMMA / UMMA)", scope=r"deep_gemm(?:::.*)?"),
+    Row("deepgemm.other", "DeepGEMM", r"\w+", "elementwise", None, None,
+        "DeepGEMM layout, transpose and logits clean-up kernels", scope=r"deep_gemm(?:::.*)?"),
     # --- CUTLASS (2.x names, 3.x structures) ---------------------------------------------------
-    Row("cutlass.named", "CUTLASS", r"cutlass3?x?_(?:\d+_|sm\d+_)?(?:simt|tensorop|wmma_tensorop|gemm|spgemm)\w*gemm",
+    Row("cutlass.named", "CUTLASS", r"cutlass3?x?_(?:\d+_|sm\d+_)?(?:simt|tensorop|wmma_tensorop|bstensorop|sptensorop|gemm|spgemm)\w*gemm",
         "gemm", "rule:cutlass_named", "rule:cutlass_named",
         "cutlass_<sm>_<opclass>_<input>_<acc><instr>gemm: tensorop/wmma = Tensor Cores, simt = SIMT; "
         "no input type with s1688 on sm80+ is tf32", scope=r""),
@@ -92,6 +110,12 @@ ROWS: tuple[Row, ...] = (
         scope=r"cutlass\w*::gemm::kernel(?:::.*)?"),
     Row("cutlass.conv_struct", "CUTLASS", r"\w*Conv\w*", "conv", "rule:elem", None,
         "cutlass::conv::kernel::ImplicitGemmConvolution & co.", scope=r"cutlass\w*::conv::kernel(?:::.*)?"),
+    Row("cutlass.fmha_reduce", "CUTLASS", r"\w*(?:Reduction|Combine)\w*", "attention", "rule:elem", None,
+        "CUTLASS FMHA split-KV reduction (Sm100FmhaMlaReductionKernel): sums partial outputs, no MMA",
+        scope=r"cutlass\w*::fmha(?:::.*)?", helper=True),
+    Row("cutlass.fmha", "CUTLASS", r"\w*Fmha\w*", "attention", "rule:elem", True,
+        "CUTLASS FMHA kernels (Sm100FmhaFwdKernelTmaWarpspecialized, FlashInfer's cutlass backend): GMMA / UMMA",
+        scope=r"cutlass\w*::fmha(?:::.*)?"),
     # --- cuDNN ---------------------------------------------------------------------------------
     Row("cudnn.sdpa", "cuDNN", r"cudnn_generated_\w*sdpa", "attention", None, True,
         "cuDNN fused attention (flash fprop/bprop, wgmma/mma); its f16 token covers fp16 and bf16", scope=r""),
@@ -160,22 +184,32 @@ ROWS: tuple[Row, ...] = (
         scope=r"ck_tile(?:::.*)?"),
     Row("rocm.blit", "ROCm runtime", r"__amd_rocclr_\w+", "elementwise", None, None, "HIP runtime copy/fill kernels"),
     # --- Attention libraries -------------------------------------------------------------------
-    Row("flash.dot_do_o", "FlashAttention", r"flash_bwd_dot_do_o\w*", "attention", None, None,
-        "FlashAttention backward's dot(dO, O)", helper=True),
-    Row("flash.convert", "FlashAttention", r"flash_bwd_(?:convert\w*|clear\w*)", "elementwise", None, None,
-        "FlashAttention backward: dQ/dK/dV accumulator conversion"),
+    Row("flash.dot_do_o", "FlashAttention", r"flash_bwd_dot_do_o\w*|FlashAttnBwdPreprocess\w*", "attention", None, None,
+        "FlashAttention backward's dot(dO, O) (FA2 flash_bwd_dot_do_o, FA3 FlashAttnBwdPreprocess)", helper=True),
+    Row("flash.convert", "FlashAttention", r"flash_bwd_(?:convert\w*|clear\w*)|FlashAttnBwdPostprocess\w*", "elementwise",
+        None, None, "FlashAttention backward: dQ/dK/dV accumulator conversion"),
+    Row("flash.combine", "FlashAttention", r"flash_fwd_\w*combine\w*|Flash\w*Combine\w*", "attention", "rule:elem", None,
+        "FlashAttention split-KV combine (FA2 flash_fwd_splitkv_combine_kernel, FA3 FlashAttnFwdCombine): a "
+        "reduction of the partial outputs, no MMA", helper=True),
     Row("flash.kernel", "FlashAttention", r"flash_(?:fwd|bwd)\w*|Flash\w*(?:Fwd|Bwd)\w*|compute_attn\w*", "attention",
-        "rule:elem", True, "FlashAttention (mma.sync / wgmma)"),
+        "rule:elem", True, "FlashAttention (mma.sync / wgmma); FA3's FlashAttnFwdSm90 & co. arrive through "
+        "cutlass::device_kernel<flash::enable_sm90_or_later<K>>"),
+    Row("flash.scoped", "FlashAttention", r"\w+", "attention", "rule:elem", None,
+        "another kernel of FlashAttention's namespace (FA3's prepare_varlen_num_blocks scheduler): attention time, "
+        "no MMA", scope=r"(?:pytorch_)?flash(?:::.*)?", helper=True),
     Row("flashinfer.decode", "FlashInfer", r"\w*Decode\w*", "attention", "rule:elem", None,
         "FlashInfer decode (CUDA cores unless built with tensor-core decode)", scope=r"flashinfer(?:::.*)?"),
-    Row("flashinfer.attn", "FlashInfer", r"\w*(?:Prefill|Attention|MLA)\w*", "attention", "rule:elem", True,
-        "FlashInfer prefill attention", scope=r"flashinfer(?:::.*)?"),
+    Row("flashinfer.attn", "FlashInfer", r"\w*(?:Prefill|Attention|MLA|POD)\w*", "attention", "rule:elem", True,
+        "FlashInfer prefill / MLA / POD attention (its prefill part on MMA)", scope=r"flashinfer(?:::.*)?"),
     Row("flashinfer.merge", "FlashInfer", r"\w*MergeState\w*", "attention", None, None,
         "FlashInfer merge of attention states", scope=r"flashinfer(?:::.*)?", helper=True),
     Row("xformers.fmha", "xformers/PyTorch", r"fmha_cutlass[FB]\w*", "attention", "rule:name_token", "rule:xformers",
         "memory-efficient attention (CUTLASS); the _smXX suffix is the target: sm50 = SIMT", scope=r""),
     Row("trtllm.fmha", "TensorRT-LLM", r"fmha_v2\w*|xqa_kernel\w*|kernel_mha\w*", "attention", "rule:name_token", True,
         "TensorRT-LLM fused attention", scope=r""),
+    Row("trtllm.gen_fmha", "TensorRT-LLM", r"fmhaSm\d+[a-z]?Kernel\w*", "attention", "rule:trtllm_fmha", True,
+        "trtllm-gen attention cubins (TensorRT-LLM, FlashInfer): fmhaSm100aKernel_Qkv<T>O<T>... / Q<T>Kv<T>O<T>...; "
+        "the Q type is the MMA's input", scope=r""),
     Row("trtllm.mmha", "TensorRT-LLM", r"\w*masked_multihead_attention\w*|mmha\w*", "attention", "rule:elem", None,
         "TensorRT-LLM decoder masked MHA (CUDA cores)"),
     Row("vllm.paged_attention_mfma", "vLLM", r"paged_attention_\w*mfma\w*", "attention", "rule:elem", True,
@@ -211,11 +245,18 @@ ROWS: tuple[Row, ...] = (
     Row("vllm.cache", "vLLM", r"\w*(?:reshape_and_cache|copy_blocks|swap_blocks|concat_and_cache)\w*", "elementwise",
         "rule:type_arg", None, "vLLM KV-cache writes and copies (not attention math)", scope=r"vllm(?:::.*)?"),
     # --- Communication -------------------------------------------------------------------------
-    Row("nccl", "NCCL/RCCL", r"(?:nccl|rccl|msccl|mscclpp)\w*", "communication", None, None, "collective kernels"),
-    Row("comm.scope", "communication", r"\w+", "communication", None, None,
-        "c10d symmetric memory, NVSHMEM, DeepEP, gloo, custom all-reduce",
+    Row("nccl", "NCCL/RCCL", r"(?:nccl|rccl|msccl|mscclpp)\w*", "communication", None, None,
+        "collective kernels: ncclDevKernel_* / ncclKernel_* of NCCL and RCCL, mscclKernel_* of MSCCL"),
+    Row("nvshmem", "NVSHMEM", r"nvshmem[ix]?_\w+", "communication", None, None,
+        "NVSHMEM's own kernels (nvshmemi_* / nvshmemx_* / nvshmem_*: collectives, barriers, transfers)"),
+    Row("comm.scope", "", r"\w+", "communication", None, None,
+        "c10d symmetric memory, NVSHMEM, DeepEP (dispatch, combine, notify_dispatch), gloo, MSCCL++, QuickReduce",
         scope=r"(?:c10d|nvshmem\w*|deep_ep|gloo|mscclpp|quickreduce)(?:::.*)?"),
-    Row("comm.vllm", "vLLM", r"cross_device_reduce\w*|\w*all_reduce\w*|\w*allreduce\w*", "communication", None, None,
+    Row("comm.custom_allreduce", "vLLM/SGLang", r"cross_device_reduce\w*|\w*custom_all_?reduce\w*", "communication",
+        None, None, "vLLM / SGLang custom all-reduce over peer memory (cross_device_reduce_1stage/2stage)"),
+    Row("comm.symm_mem", "PyTorch", r"multimem_\w+|(?:one|two)_shot_all_\w+", "communication", None, None,
+        "PyTorch symmetric-memory collectives (multimem_all_reduce_kernel, one_shot_all_reduce_kernel)"),
+    Row("comm.vllm", "vLLM", r"\w*all_reduce\w*|\w*allreduce\w*", "communication", None, None,
         "vLLM custom all-reduce", scope=r"vllm(?:::.*)?"),
     # --- Triton / TorchInductor ----------------------------------------------------------------
     Row("inductor.pointwise", "Triton (Inductor)", r"triton_poi_", "triton_pointwise", None, None, scope=r""),
@@ -257,11 +298,12 @@ ROWS: tuple[Row, ...] = (
     # --- By the function name alone (any library): the old category keywords, on the function name
     Row("name.communication", "", r"(?i)\w*(?:all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv)", "communication",
         None, None, "a collective by its function name"),
-    Row("name.attention", "", r"(?i)\w*(?:flash|fmha|attention|attn|sdpa|mha_)", "attention", "rule:type_arg", None,
-        "attention by its function name"),
+    Row("name.attention", "", r"(?i)\w*(?:flash|fmha|attention|attn|sdpa|mha_)", "attention", "rule:name_or_arg",
+        "rule:mma_mark", "attention by its function name"),
     Row("name.conv", "", r"(?i)\w*(?:conv(?!ert)|fprop|dgrad|wgrad|winograd|im2col|col2im|implicit_?gemm)", "conv",
-        "rule:type_arg", None, "convolution by its function name"),
-    Row("name.gemm", "", r"(?i)\w*?(?<!fb)(?:gem[mv]|matmul|bmm)", "gemm", "rule:type_arg", None, "GEMM by its function name"),
+        "rule:name_or_arg", "rule:mma_mark", "convolution by its function name"),
+    Row("name.gemm", "", r"(?i)\w*?(?<!fb)(?:gem[mv]|matmul|bmm)", "gemm", "rule:name_or_arg", "rule:mma_mark",
+        "GEMM by its function name"),
     Row("name.normalization", "", r"(?i)\w*(?:norm(?!al)|bn_fw|bn_bw|welford|rms|gammabeta)", "normalization", "rule:type_arg", None,
         "normalization by its function name"),
     Row("name.reduction", "", r"(?i)\w*(?:reduc|softmax|argmax|argmin|cumsum|scan|sum_kernel|topk|sort)", "reduction",
@@ -278,4 +320,6 @@ SCOPE_LIBRARIES: tuple[tuple[str, str], ...] = (
     ("tensorrt_llm", "TensorRT-LLM"), ("flashinfer", "FlashInfer"), ("ck", "Composable Kernel"),
     ("ck_tile", "Composable Kernel"), ("cutlass", "CUTLASS"), ("aiter", "AITER"), ("xformers", "xformers"),
     ("apex", "Apex"), ("transformer_engine", "Transformer Engine"), ("deep_gemm", "DeepGEMM"), ("cask_cudnn", "cuDNN"),
+    ("c10d", "PyTorch"), ("deep_ep", "DeepEP"), ("nvshmem", "NVSHMEM"), ("gloo", "Gloo"), ("mscclpp", "MSCCL++"),
+    ("quickreduce", "QuickReduce"), ("flash", "FlashAttention"), ("pytorch_flash", "FlashAttention"),
 )  # fmt: skip

@@ -183,13 +183,170 @@ SYNTHETIC = [
      ("reduction", None, None, "moe.scoped_finalize")),
     ("void mylib::scatter_rows<cutlass::gemm::kernel::GemmUniversal<int>, cutlass_80_tensorop_s1688gemm_64x64>(int)", None,
      ("elementwise", None, None, "name.elementwise")),
-]
+] + [(name, None, expected) for name, expected in [
+    # trtllm-gen (TensorRT-LLM, FlashInfer) Blackwell GEMMs and attention: <kind>_[<out>_]<A><B>_<acc>_t<tile>
+    ("bmm_E4m3E4m3_Fp32_t128x128x128_s3_sm100", ("gemm", True, "fp8", "trtllm.gen_gemm")),
+    ("bmm_Bfloat16_E4m3E4m3_Fp32_t128x8x128u2_s6_et64x8_m64x8x32_cga1x1x1_16dp256b_TN_transOut_schedS_sm100a",
+     ("gemm", True, "fp8", "trtllm.gen_gemm")),
+    ("bmm_Bfloat16_Bfloat16Bfloat16_Fp32_t128x8x128u2_s6_et128x8_m128x8x16_cga1x1x1_16dp256b_TN_transOut_schedS_sm100a",
+     ("gemm", True, "bf16", "trtllm.gen_gemm")),
+    ("GemmKernel_Bfloat16_E4m3_Fp32_tile128x128x128_epilogueTile128x64_mma128x64x32_cluster1x1x1_dsFp8_sm100a",
+     ("gemm", True, "fp8", "trtllm.gen_gemm")),
+    ("GemmGatedActKernel_E5m2_E5m2_Fp32_tile128x8x256_epilogueTile128x8_mma128x8x32_cluster1x1x4_splitK4_sm100a",
+     ("gemm", True, "fp8", "trtllm.gen_gemm")),
+    ("bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x8x256_s3_et128x8_m128x8x32_cga1x1x1_16dp256b_TN_schedS_sm100f",
+     ("gemm", True, None, "trtllm.gen_gemm")),  # an fp4 weight: a type perflint does not rank
+    ("fmhaSm100aKernel_QkvE4m3OBfloat16HQk128HV128", ("attention", True, "fp8", "trtllm.gen_fmha")),
+    ("fmhaSm100aKernel_QE4m3KvE2m1OE4m3H128PagedKvDenseP16VarSeqQ8Kv128PersistentSwapsAbForGen",
+     ("attention", True, "fp8", "trtllm.gen_fmha")),
+    ("fmhaSm103aKernel_QBfloat16KvE4m3OBfloat16H128PagedKvCausalP32VarSeqQ128Kv128PersistentContext",
+     ("attention", True, "bf16", "trtllm.gen_fmha")),
+    # DeepGEMM: every GEMM is WGMMA / UMMA; the name's type token is the input's
+    ("void deep_gemm::fp8_gemm_kernel<128u>(float*)", ("gemm", True, "fp8", "deepgemm.gemm")),
+    ("void deep_gemm::sm90_fp8_gemm_1d2d_impl<0u, 4096u, 7168u, 128u, 128u, 128u, 1u, 5u, 5u, 128u, 256u, 1u, false, 132u, "
+     "(deep_gemm::GemmType)0, deep_gemm::EpilogueIdentity>(float*, int*, unsigned int, unsigned int, unsigned int, CUtensorMap_st)",
+     ("gemm", True, "fp8", "deepgemm.gemm")),
+    ("void deep_gemm::sm100_fp8_gemm_1d1d_impl<(cute::UMMA::Major)0, (cute::UMMA::Major)0, 128u, 7168u, 128u, 256u, 128u, 1u, "
+     "128u, 128u, 4u, 8u, 2u, true, 148u, (deep_gemm::GemmType)1, false, cutlass::bfloat16_t>(int*, unsigned int)",
+     ("gemm", True, "fp8", "deepgemm.gemm")),
+    ("void deep_gemm::sm90_bf16_gemm_impl<0u, 2048u, 7168u, 128u, 256u, 64u, 1u, 4u, 128u, 256u, 1u, false, 132u, "
+     "(deep_gemm::GemmType)0>(int*, unsigned int)", ("gemm", True, "bf16", "deepgemm.gemm")),
+    ("void deep_gemm::sm90_fp8_paged_mqa_logits<1u, 64u, 128u, 64u, 128u, 3u, 2u, 128u, 256u>(unsigned int, float*)",
+     ("attention", True, "fp8", "deepgemm.mqa_logits")),
+    ("void deep_gemm::transpose_fp32<128u, 64u, 1u>(float*, float*, unsigned int)", ("elementwise", None, None, "deepgemm.other")),
+    # CUTLASS 3.x FP8 on Hopper and Blackwell, also behind vLLM's enable_sm90_or_later<K> guard
+    ("void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cutlass::gemm::GroupProblemShape<cute::tuple<int, int, int> >, "
+     "cutlass::gemm::collective::CollectiveMma<cutlass::gemm::MainloopSm90ArrayTmaGmmaWarpSpecializedFP8<4, cute::tuple<cute::C<2>, "
+     "cute::C<1>, cute::C<1> >, cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperativeFP8FastAccum>, cute::tuple<cute::C<128>, "
+     "cute::C<128>, cute::C<128> >, cutlass::float_e4m3_t, cute::tuple<long, cute::C<1>, cute::C<0> >*, cutlass::float_e4m3_t, "
+     "cute::tuple<long, cute::C<1>, cute::C<0> >*>, void, void> >(Params)", ("gemm", True, "fp8", "cutlass.gemm_struct")),
+    ("void cutlass::device_kernel<vllm::enable_sm90_or_later<cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, int, int, int>, "
+     "cutlass::gemm::collective::CollectiveMma<cutlass::gemm::MainloopSm90TmaGmmaWarpSpecializedFP8<5, cute::tuple<cute::C<1>, "
+     "cute::C<2>, cute::C<1> >, cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8FastAccum>, cute::tuple<cute::C<64>, cute::C<128>, "
+     "cute::C<128> >, cutlass::float_e4m3_t, cute::tuple<long, cute::C<1>, long>, cutlass::float_e4m3_t, "
+     "cute::tuple<long, cute::C<1>, long> >, void, void> > >(Params)", ("gemm", True, "fp8", "cutlass.gemm_struct")),
+    ("void cutlass::device_kernel<vllm::enable_sm100_only<cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, int, int, int>, "
+     "cutlass::gemm::collective::CollectiveMma<cutlass::gemm::MainloopSm100TmaUmmaWarpSpecialized<4, 1, 2, cute::tuple<cute::C<1>, "
+     "cute::C<1>, cute::C<1> > >, cute::tuple<cute::C<256>, cute::C<128>, cute::C<128> >, cutlass::float_e5m2_t, "
+     "cute::tuple<long, cute::C<1>, long>, cutlass::float_e4m3_t, cute::tuple<long, cute::C<1>, long> >, void, void> > >(Params)",
+     ("gemm", True, "fp8", "cutlass.gemm_struct")),
+    ("cutlass3x_sm100_tensorop_gemm_e4m3_e4m3_f32_bf16_bf16_256x128x128_2x1x1_0_tnt_align16_2sm", ("gemm", True, "fp8", "cutlass.named")),
+    ("cutlass3x_sm100_bstensorop_gemm_ue8m0xe4m3_ue8m0xe4m3_f32_bf16_bf16_128x128x128_1x1x1_0_tnt_align32_1sm",
+     ("gemm", True, "fp8", "cutlass.named")),
+    # GEMMs known by their name alone: an MMA instruction in the name or an MMA-only schedule argument
+    ("void sm90_fp8_blockwise_wgmma_grouped_gemm_kernel<__nv_fp8_e4m3, __nv_bfloat16>(__nv_fp8_e4m3 const*)",
+     ("gemm", True, "fp8", "name.gemm")),
+    ("void mylib::scaled_gemm_kernel<cutlass::gemm::KernelTmaWarpSpecializedCooperative, cutlass::float_e4m3_t>(int)",
+     ("gemm", True, None, "name.gemm")),
+    # fp8 alone is no Tensor Core verdict: TensorRT-LLM's small-M fp8 GEMM runs on CUDA cores
+    ("void tensorrt_llm::kernels::cudaCoreGemm<__nv_fp8_e4m3, __nv_bfloat16, 128, 4>(tensorrt_llm::kernels::Params)",
+     ("gemm", None, "fp8", "name.gemm")),
+    # FlashAttention 3: the kernel is device_kernel's argument; its combine, preprocess and scheduler do no MMA
+    ("void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<flash::CollectiveMainloopFwdSm90<2, "
+     "cute::tuple<cute::C<1>, cute::C<1>, cute::C<1> >, 128, cutlass::bfloat16_t, float, cutlass::arch::Sm90> > > >(flash::Params)",
+     ("attention", True, "bf16", "flash.kernel")),
+    ("void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<flash::CollectiveMainloopFwdSm90<2, "
+     "cute::tuple<cute::C<1>, cute::C<1>, cute::C<1> >, cute::tuple<cute::C<128>, cute::C<128>, cute::C<128> >, 128, "
+     "cutlass::float_e4m3_t, float, cutlass::arch::Sm90, false, false>, flash::CollectiveEpilogueFwd<cute::tuple<cute::C<128>, "
+     "cute::C<128>, cute::C<128> >, cute::tuple<cute::C<1>, cute::C<1>, cute::C<1> >, cutlass::bfloat16_t, cutlass::arch::Sm90, 256>, "
+     "flash::StaticPersistentTileScheduler<false> > > >(Params)", ("attention", True, "fp8", "flash.kernel")),
+    ("void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnBwdSm90<flash::CollectiveMainloopBwdSm90<2, "
+     "cute::tuple<cute::C<1>, cute::C<1>, cute::C<1> >, cute::tuple<cute::C<64>, cute::C<128>, cute::C<128> >, cutlass::half_t, "
+     "float, cutlass::arch::Sm90> > > >(Params)", ("attention", True, "fp16", "flash.kernel")),
+    ("void cutlass::device_kernel<flash::FlashAttnFwdCombine<cute::tuple<cute::C<8>, cute::C<128> >, 5, 256, 1, false, false, "
+     "cutlass::bfloat16_t, float, cutlass::arch::Sm80> >(Params)", ("attention", None, "bf16", "flash.combine")),
+    ("void flash_fwd_splitkv_combine_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, cutlass::bfloat16_t, "
+     "Flash_kernel_traits<128, 64, 128, 4, cutlass::bfloat16_t> >, 4, 1, true>(flash::Params)", ("attention", None, "bf16", "flash.combine")),
+    ("void cutlass::device_kernel<flash::FlashAttnBwdPreprocess<cute::tuple<cute::C<64>, cute::C<128> >, cutlass::bfloat16_t, float, "
+     "cutlass::arch::Sm90, true, false> >(Params)", ("attention", None, None, "flash.dot_do_o")),
+    ("void cutlass::device_kernel<flash::FlashAttnBwdPostprocessConvertdQ<cute::tuple<cute::C<64>, cute::C<128> >, cutlass::bfloat16_t, "
+     "float, cutlass::arch::Sm90, 256> >(Params)", ("elementwise", None, None, "flash.convert")),
+    ("void flash::prepare_varlen_num_blocks_kernel<false>(int, int, int, int const*, int*, bool)", ("attention", None, None, "flash.scoped")),
+    ("void flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, cutlass::half_t, Flash_kernel_traits<128, "
+     "64, 128, 4, cutlass::half_t> >, false, false, false, false, true, true, false, false>(flash::Flash_fwd_params)",
+     ("attention", True, "fp16", "flash.kernel")),
+    # FlashInfer and CUTLASS's own FMHA
+    ("void flashinfer::PODWithKVCacheTensorKernel<flashinfer::KernelTraits<(flashinfer::MaskMode)1, 128u, 1u, 4u, 8u, 8u, 1u, 4u, "
+     "(flashinfer::PosEncodingMode)0, __nv_bfloat16, __nv_bfloat16, __nv_bfloat16, float, int> >(flashinfer::PrefillParams)",
+     ("attention", True, "bf16", "flashinfer.attn")),
+    ("void flashinfer::mla::hopper::BatchMLAPageAttentionHopperKernel<flashinfer::mla::hopper::HopperKernelTraits<true, 64, 2, 512, "
+     "64, __nv_bfloat16, __nv_bfloat16, __nv_bfloat16, int> >(flashinfer::MLAParams)", ("attention", True, "bf16", "flashinfer.attn")),
+    ("void cutlass::device_kernel<cutlass::fmha::kernel::Sm100FmhaFwdKernelTmaWarpspecialized<cute::tuple<int, int, int>, "
+     "cutlass::fmha::collective::Sm100FmhaFwdMainloopTmaWarpspecialized<cutlass::bfloat16_t, float, float> > >(Params)",
+     ("attention", True, "bf16", "cutlass.fmha")),
+    ("void cutlass::device_kernel<cutlass::fmha::kernel::Sm100FmhaMlaReductionKernel<cutlass::bfloat16_t, float, 512, 64> >(Params)",
+     ("attention", None, "bf16", "cutlass.fmha_reduce")),
+    # Communication: NVSHMEM, custom all-reduce, symmetric memory, expert-parallel dispatch/combine, NCCL/RCCL/MSCCL
+    ("void nvshmemi_transfer_rma_kernel<(nvshmemi_op_t)0>(void*)", ("communication", None, None, "nvshmem")),
+    ("void nvshmemi_proxy_rma_entrypoint<(nvshmemi_op_t)0, 1>(void*, void*, rma_bytesdesc_t, int)", ("communication", None, None, "nvshmem")),
+    ("void nvshmemi_reduce_kernel<float, (rdxn_ops_t)4>(int, int, int, float*, float const*, unsigned long)",
+     ("communication", None, None, "nvshmem")),
+    ("nvshmemx_barrier_all_on_stream_kernel()", ("communication", None, None, "nvshmem")),
+    ("void cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*, vllm::RankSignals, vllm::Signal*, __nv_bfloat16*, int, int)",
+     ("communication", None, None, "comm.custom_allreduce")),
+    ("void vllm::cross_device_reduce_2stage<__nv_bfloat16, 8>(vllm::RankData*, vllm::RankSignals, vllm::Signal*, __nv_bfloat16*, int, int)",
+     ("communication", None, None, "comm.custom_allreduce")),
+    ("void sglang::cross_device_reduce_2stage<float, 8>(sglang::RankData*, float*, int, int)",
+     ("communication", None, None, "comm.custom_allreduce")),
+    ("void mylib::custom_all_reduce_kernel<float>(float*)", ("communication", None, None, "comm.custom_allreduce")),
+    ("void c10d::symmetric_memory::multimem_all_reduce_kernel<__nv_bfloat16, 16, 8>(__nv_bfloat16*, unsigned long)",
+     ("communication", None, None, "comm.scope")),
+    ("void c10d::symmetric_memory::(anonymous namespace)::two_shot_all_reduce_kernel<float, 8>(float*, unsigned long)",
+     ("communication", None, None, "comm.scope")),
+    ("void multimem_all_reduce_kernel<float, 8>(float*)", ("communication", None, None, "comm.symm_mem")),
+    ("void one_shot_all_reduce_kernel<float, 8>(float*)", ("communication", None, None, "comm.symm_mem")),
+    ("void deep_ep::intranode::notify_dispatch<8>(int const*, int*, int, int const*, int*, int, int, int, bool const*, int*)",
+     ("communication", None, None, "comm.scope")),
+    ("void deep_ep::intranode::cached_notify_dispatch<8>(int const*, int, void**, int**, int)", ("communication", None, None, "comm.scope")),
+    ("void deep_ep::internode::cached_notify<8, 16>(int, int, int, int, int*, int, int, void*, int**, bool)",
+     ("communication", None, None, "comm.scope")),
+    ("void deep_ep::internode_ll::combine<false, 7168>(void*, int*, int*, void*, void const*, long const*, float const*, int)",
+     ("communication", None, None, "comm.scope")),
+    ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", ("communication", None, None, "nccl")),
+    ("ncclDevKernel_Generic_4(ncclDevKernelArgsStorage<4096ul>)", ("communication", None, None, "nccl")),
+    ("mscclKernel_Sum_bf16_LL128(ncclDevComm*, mscclAlgo*, mscclWork*)", ("communication", None, None, "nccl")),
+]]
 
 
 @pytest.mark.parametrize(("name", "vendor", "expected"), SYNTHETIC, ids=[s[2][3] + ":" + s[0][:30] for s in SYNTHETIC])
 def test_library_conventions(name: str, vendor: str | None, expected: tuple[str, bool | None, str | None, str]) -> None:
     c = classify_kernel(name, vendor)
     assert (c.category, c.tensor_cores, c.dtype, c.row) == expected
+
+
+@pytest.mark.parametrize("vendor", [None, "nvidia", "amd"])
+def test_collectives_are_communication_on_every_vendor(vendor: str | None) -> None:
+    """NCCL on NVIDIA, RCCL (the same kernel names) and MSCCL on AMD: communication whatever the device."""
+    for name in ("ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)", "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)",
+                 "mscclKernel_Sum_half_LL128(ncclDevComm*, mscclAlgo*, mscclWork*)", "void nvshmemi_reduce_kernel<float, (rdxn_ops_t)0>(int)"):
+        c = classify_kernel(name, vendor)
+        assert (c.category, c.tensor_cores) == ("communication", None), name
+
+
+def test_a_guarded_template_names_its_kernel_and_library() -> None:
+    """enable_sm90_or_later<K> (any namespace) passes K on: FA3's kernel is FlashAttention's, reached
+    through device_kernel's argument; an unknown K leaves the outer template's verdict."""
+    fa3 = SYNTHETIC[[s[2][3] for s in SYNTHETIC].index("flash.kernel")][0]
+    c = classify_kernel(fa3)
+    assert (c.library, c.via, c.identity.function) == ("FlashAttention", "cutlass.kernel", "FlashAttnFwdSm90")
+    assert c.identity.text in c.name.template_args[0]
+    unknown = classify_kernel("void cutlass::device_kernel<mylib::enable_sm90_or_later<mylib::Thing<int> > >(Params)")
+    assert (unknown.category, unknown.tensor_cores, unknown.library) == ("other", None, "CUTLASS")
+
+
+def test_cli_classifies_the_new_rows(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    names = ["bmm_E4m3E4m3_Fp32_t128x128x128_s3_sm100", "void deep_gemm::fp8_gemm_kernel<128u>(float*)",
+             "fmhaSm100aKernel_QkvE4m3OBfloat16HQk128HV128", SYNTHETIC[[s[2][3] for s in SYNTHETIC].index("flash.kernel")][0],
+             "void nvshmemi_transfer_rma_kernel<(nvshmemi_op_t)0>(void*)"]
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(names) + "\n"))
+    assert main(["classify", "--format", "json", "-"]) == 0
+    import json
+
+    out = json.loads(capsys.readouterr().out)
+    assert [(r["category"], r["tensor_cores"], r["dtype"]) for r in out] == [
+        ("gemm", True, "fp8"), ("gemm", True, "fp8"), ("attention", True, "fp8"), ("attention", True, "bf16"),
+        ("communication", None, None)]
+    assert [r["library"] for r in out] == ["TensorRT-LLM", "DeepGEMM", "TensorRT-LLM", "FlashAttention", "NVSHMEM"]
 
 
 def test_table_rows_are_well_formed() -> None:

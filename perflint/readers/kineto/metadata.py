@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from perflint.model import Device, Trace
+from perflint.model import Device, Trace, one_part
 from perflint.readers.kineto.codes import int_or
 from perflint.readers.kineto.ranges import INT32_MAX, INT64_MAX, meta_int
 from perflint.readers.kineto.schema import TraceFile
@@ -16,6 +17,34 @@ _COUNT_MAX = {"totalGlobalMem": INT64_MAX}
 # A warp (wavefront) is 32 or 64 threads on every GPU; any power of two up to a block's 1024 is
 # taken, anything else is unknown (the default).
 _WARP_SIZES = frozenset(1 << k for k in range(11))
+
+# What says which vendor made a device, read from the entry itself (never from its mere presence:
+# other backends write deviceProperties too, with a chip codename for a name).
+_MTIA_NAME = re.compile(r"\bmtia\b", re.IGNORECASE)
+_AMD_NAME = re.compile(r"\b(?:amd|instinct|radeon|gfx\d+\w*|mi\d{2,3}[a-z]*)\b", re.IGNORECASE)
+# The brands of cudaDeviceProp.name, or a data-centre part named without one (A100, H100, L40S,
+# T4, V100, GH200, B200).
+_NVIDIA_NAME = re.compile(r"\b(?:nvidia|tesla|geforce|quadro|titan|jetson|rtx|gtx)\b|^(?:[ABHLTVPKM]\d{1,3}[A-Za-z]?|G[BH]\d{3})\b",
+                          re.IGNORECASE)
+# Keys only one runtime's Kineto writes: CUPTI builds add cudaDeviceProp's regsPerMultiprocessor,
+# sharedMemPerBlockOptin and sharedMemPerMultiprocessor; roctracer builds add
+# maxSharedMemoryPerMultiProcessor; hipDeviceProp_t's gcnArchName names a gfx target.
+_CUDA_KEYS = ("regsPerMultiprocessor", "sharedMemPerBlockOptin", "sharedMemPerMultiprocessor")
+_ROCM_KEYS = ("maxSharedMemoryPerMultiProcessor", "gcnArchName")
+
+
+def device_vendor(p: dict[str, Any], name: str, warp: int, major: int | None) -> str:
+    """The vendor a deviceProperties entry names: by its name, else by the fields only one
+    runtime writes; "unknown" when neither says (a codename of another accelerator)."""
+    if _MTIA_NAME.search(name):
+        return "mtia"
+    if warp == 64 or _AMD_NAME.search(name) or any(k in p for k in _ROCM_KEYS):
+        return "amd"  # wavefronts of 64 are AMD's; every NVIDIA GPU runs warps of 32
+    if _NVIDIA_NAME.search(name):
+        return "nvidia"
+    if major is not None and any(k in p for k in _CUDA_KEYS):
+        return "nvidia"
+    return "unknown"
 
 
 def parse_devices(props: Any, notes: list[str] | None = None) -> dict[int, Device]:
@@ -46,13 +75,7 @@ def parse_devices(props: Any, notes: list[str] | None = None) -> dict[int, Devic
         if warp not in _WARP_SIZES:
             dropped.append("warpSize")
             warp = 32
-        lname = name.lower()
-        if warp == 64 or "amd" in lname or "instinct" in lname or "radeon" in lname:
-            vendor = "amd"
-        elif name or isinstance(major, int):
-            vendor = "nvidia"
-        else:
-            vendor = "unknown"
+        vendor = device_vendor(p, name, warp, major)
 
         def opt(*keys: str) -> int | None:
             """The first of `keys` in range; 0 is how Kineto writes a property it could not query."""
@@ -100,11 +123,52 @@ def parse_devices(props: Any, notes: list[str] | None = None) -> dict[int, Devic
     return devices
 
 
+def _ids(ids: list[int]) -> str:
+    if len(ids) > 2 and ids == list(range(ids[0], ids[-1] + 1)):
+        return f"{ids[0]}-{ids[-1]}"
+    return ", ".join(map(str, ids))
+
+
+def unlisted_devices_note(trace: Trace) -> str | None:
+    """What the trace warning says when kernels ran on devices that deviceProperties does not list."""
+    if not trace.devices:
+        return None
+    unlisted = [d for d in trace.kernel_devices() if d not in trace.devices]
+    if not unlisted:
+        return None
+    which = f"device{'s' if len(unlisted) > 1 else ''} {_ids(unlisted)}"
+    why = "(ROCm's visible devices and CUDA_VISIBLE_DEVICES can number GPUs differently)"
+    part = one_part(trace.devices)
+    named = f" ({part.name})" if part is not None and part.name else ""
+    if len(trace.devices) == 1:
+        return f"kernels ran on {which}, not deviceProperties' device {next(iter(trace.devices))}{named}: taken as that device {why}"
+    listed = f"deviceProperties' devices {_ids(sorted(trace.devices))}"
+    if part is None:
+        return f"kernels ran on {which}, not among {listed}, which differ: the properties of {which} are unknown"
+    return f"kernels ran on {which}, not among {listed}, all one part{named}: {which} takes their properties {why}"
+
+
+def _backend_vendor(info: Any) -> str | None:
+    """The accelerator a torch.distributed backend string names for the default process group
+    ("mtia:hccl,cpu:gloo" = MTIA)."""
+    backend = info.get("backend") if isinstance(info, dict) else None
+    if isinstance(backend, str) and re.search(r"(?:^|,)\s*mtia:", backend):
+        return "mtia"
+    return None
+
+
 def apply_metadata(trace: Trace, doc: TraceFile) -> None:
     props = doc.deviceProperties if doc.deviceProperties is not None else doc.computeProperties
     notes: list[str] = []
     trace.devices = parse_devices(props, notes)
+    note = unlisted_devices_note(trace)
+    if note:
+        notes.append(note)
     info = doc.distributedInfo
+    if not trace.devices:
+        vendor = _backend_vendor(info)
+        if vendor:
+            trace.meta["device_vendor"] = vendor
     if isinstance(info, dict):
         # torch.distributed ranks and world sizes are C ints; one beyond (or negative) is
         # unknown, as when the trace has no distributedInfo (the file name may still say the rank).
@@ -134,4 +198,4 @@ def apply_metadata(trace: Trace, doc: TraceFile) -> None:
 
 
 
-__all__ = ["apply_metadata", "parse_devices"]
+__all__ = ["apply_metadata", "device_vendor", "parse_devices", "unlisted_devices_note"]
