@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Sequence
 
 REPO = Path(__file__).resolve().parent.parent
+# The real traces, where the tests look for them too (PERFLINT_SHARED, else beside the repo).
+SHARED = Path(os.environ.get("PERFLINT_SHARED", REPO.parent / "shared"))
 
 
 MB = 1_000_000  # sizes are in MB = 1e6 bytes, as scale_trace.py's --target-mb

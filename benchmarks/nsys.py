@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCE = ROOT.parent / "shared" / "traces" / "pipit" / "cloverleaf-nsys" / "perlmutter-cloverleaf-cuda.sqlite"
+SOURCE = Path(os.environ.get("PERFLINT_SHARED", ROOT.parent / "shared")) / "traces" / "pipit" / "cloverleaf-nsys" / "perlmutter-cloverleaf-cuda.sqlite"
 TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME")
 SECTION = "## Nsight Systems SQLite export"
 NOTE = (

@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from common import GZ_LEVEL, MB, REPO, fmt_cmd, log, short
+from common import GZ_LEVEL, MB, REPO, SHARED, fmt_cmd, log, short
 from measure import (
     GUNZIP_SCRIPT,
     HTA_SCRIPT,
@@ -70,8 +70,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="discarded runs of each command before its measured ones (default 1; --quick: 0)")
     p.add_argument("--workdir", type=Path, default=REPO / "benchmarks" / ".work",
                    help="where generated traces are cached (default benchmarks/.work)")
-    p.add_argument("--shared", type=Path, default=REPO.parent / "shared",
-                   help="the shared/ directory (default <repo>/../shared)")
+    p.add_argument("--shared", type=Path, default=SHARED,
+                   help="the shared/ directory (default $PERFLINT_SHARED, else <repo>/../shared)")
     p.add_argument("--source", type=Path, default=None,
                    help=f"real trace to tile (default <shared>/{DEFAULT_SOURCE_REL})")
     p.add_argument("--python", default=sys.executable,
