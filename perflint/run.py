@@ -146,9 +146,10 @@ def run_check(
     from perflint.config import load_config
     from perflint.engine.loader import load_rules
     from perflint.engine.run import check_run
+    from perflint.engine.waits import split_waits
     from perflint.findings import RunResult, SkippedFile
     from perflint.selection import apply_suppressions, select_rules
-    from perflint.stepmodel.join import RankEntry, caused_waits, join_ranks
+    from perflint.stepmodel.join import RankEntry, caused_waits, join_ranks, late_fields
 
     check_choices(opts)
     if cfg is None:
@@ -184,6 +185,8 @@ def run_check(
     for t in traces:
         if t.rank_row and t.rank is not None:
             t.rank_row["late_cost_us"] = caused.get((t.path, t.rank))
+            t.rank_row.update(late_fields(t.metrics["step_model"].get("ranks")))
+    split_waits(traces)
     run_findings, run_statuses = check_run(traces, active)
     result = RunResult(
         traces=traces,

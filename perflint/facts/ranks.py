@@ -19,6 +19,7 @@ from typing import Any
 
 from perflint.facts import Context, Row, enricher, run_source
 from perflint.metrics.stats import np_median
+from perflint.stepmodel.join import LATE_FIELDS
 
 FIELDS = {
     "rank": "rank",
@@ -39,6 +40,14 @@ FIELDS = {
     "excess_us": "time per step over the peers on that measure",
     "late_cost_us": "the most critical-path time per step another rank of the run waited for this rank to arrive at collectives "
     "(ranks joined at their collectives; absent where no other rank's critical path waited for it, or the ranks could not be joined)",
+    "late_collectives": "collectives (in the analysed steps) the rank arrived at last, with the others waiting for it (ranks joined at their collectives)",
+    "joined_collectives": "the rank's collectives joined with the other ranks' (their ends agree)",
+    "late_us": "per step, how far the rank arrived after the next-latest rank, summed over the collectives it arrived at last",
+    "late_max_us": "the most the rank arrived after the next-latest rank at one collective",
+    "late_collective": "the collective of late_max_us",
+    "late_step": "the step of late_max_us (null without steps)",
+    "late_before": "what the rank's critical path ran before the collective it arrived latest at in its median step: '<name> (<category>)'",
+    "late_waited_us": "per step, the other ranks' total wait in the collectives the rank arrived at last",
 }
 
 
@@ -124,6 +133,7 @@ def ranks(rank_rows: list[Row]) -> list[Row]:
                     "metric": "step time" if use_step else "compute time",
                     "excess_us": excess_us,
                     "late_cost_us": _num(r.get("late_cost_us")),
+                    **{f: r.get(f) for f in LATE_FIELDS.values()},
                 }
             )
     out.sort(key=lambda r: (str(r["path"]), r["rank"]))

@@ -4,7 +4,9 @@ Each communication kernel of the analysed steps is one row: what matches it on t
 (its step's number, its collective name or else its kernel name, and its order among the
 kernels of that name in that step), its measured start and end, and how much of it the rank's
 median step waits on (the share of its time on that step's critical path; where the step is not
-replayed, the share of the step's communication time that its attribution puts on the path).
+replayed, the share of the step's communication time that its attribution puts on the path), and
+for those on the median step's path, what the path ran before it (the longest piece since the
+previous communication on the path: what a rank that arrives late was doing).
 The rows are plain lists, small enough to travel from a worker with the trace's summary.
 """
 
@@ -14,24 +16,73 @@ from typing import Any
 
 import numpy as np
 
-from perflint.metrics.kernels import CAT_INDEX, classify
+from perflint.metrics.kernel_names import short_name
+from perflint.metrics.kernels import CAT_INDEX, CATEGORIES, classify
 from perflint.metrics.steps import launch_ts
-from perflint.model import NONE
+from perflint.model import KERNEL, MEMCPY, MEMSET, NONE
 from perflint.stepmodel import StepModel
+from perflint.stepmodel.critical import BOUND, FIXED_NAMES, LABELS, Pieces
 from perflint.stepmodel.window import step_at
 
 COMM = CAT_INDEX["communication"]
+_PATH_COMM = BOUND.index("communication")
+_HELD_US = 5.0  # a collective that starts within this of other GPU work's end was held by it
+
+
+def _label(t: Any, name: int, cat: str) -> str:
+    return f"{short_name(t.s(name))} ({LABELS[cat]})"
+
+
+def _before(t: Any, path: Pieces | None, rows: np.ndarray, cat: np.ndarray) -> list[str]:
+    """Per row, what held the rank before it: on the median step's critical path, the longest
+    piece between the previous communication piece and the row's first piece, '<name>
+    (<category>)'; for rows not on the path, the last non-communication GPU work to end before
+    the row started (where the GPU ran up to it: its start was held by that work), else ''."""
+    out = [""] * len(rows)
+    first: dict[int, int] = {}
+    if path is not None and len(path):
+        for k, r in enumerate(path.row.tolist()):
+            if r != NONE and r not in first:
+                first[r] = k
+        comm = (path.cat == _PATH_COMM).tolist()
+        dur = (path.end - path.start).tolist()
+    g = t.gpu
+    other = np.flatnonzero((cat != COMM) & np.isin(g.kind, (KERNEL, MEMCPY, MEMSET)))
+    ends = g.ts[other] + g.dur[other]
+    order = np.argsort(ends, kind="stable")
+    other, ends = other[order], ends[order]
+    for i, r in enumerate(rows.tolist()):
+        k0 = first.get(r)
+        if k0 is not None:
+            best, best_us = -1, 0.0
+            for k in range(k0 - 1, -1, -1):
+                if comm[k]:
+                    break
+                if dur[k] > best_us:
+                    best, best_us = k, dur[k]
+            if best >= 0:
+                assert path is not None
+                nid, c = int(path.name[best]), BOUND[int(path.cat[best])]
+                out[i] = _label(t, nid, c) if nid >= 0 else f"{FIXED_NAMES[-1 - nid]} ({LABELS[c]})"
+            continue
+        j = int(np.searchsorted(ends, g.ts[r] + _HELD_US, side="right")) - 1
+        if j >= 0 and g.ts[r] - ends[j] <= _HELD_US:
+            w = int(other[j])
+            kind = CATEGORIES[int(cat[w])] if 0 <= int(cat[w]) < len(CATEGORIES) else "other"
+            out[i] = _label(t, int(g.name[w]), kind if kind in ("memcpy", "memset") else f"gpu_{kind}")
+    return out
 
 
 def collective_rows(m: StepModel) -> dict[str, Any]:
     """{"names": [...], "name": [index into names], "step": [step number, -1 without steps],
     "ordinal": [...], "start": [...], "end": [...], "median": [in the median step],
-    "on_path": [share of it the median step waits on]} over the analysed steps' communication
-    kernels, in time order."""
+    "on_path": [share of it the median step waits on], "before": [what the path ran before it, or
+    '']} over the analysed steps' communication kernels, in time order."""
     t, w = m.trace, m.window
     g = t.gpu
-    rows = np.flatnonzero(classify(t).category == COMM) if len(g) else np.zeros(0, dtype=np.int64)
-    empty: dict[str, Any] = {"names": [], "name": [], "step": [], "ordinal": [], "start": [], "end": [], "median": [], "on_path": []}
+    cat = classify(t).category
+    rows = np.flatnonzero(cat == COMM) if len(g) else np.zeros(0, dtype=np.int64)
+    empty: dict[str, Any] = {"names": [], "name": [], "step": [], "ordinal": [], "start": [], "end": [], "median": [], "on_path": [], "before": []}
     if not len(rows) or not m.steps:
         return empty
     where = step_at(t, w, launch_ts(t)[rows] if w.has_steps else g.ts[rows])
@@ -56,6 +107,7 @@ def collective_rows(m: StepModel) -> dict[str, Any]:
     on_path = np.zeros(len(rows))
     path = m.critical_path()
     dur = g.dur[rows]
+    before = _before(t, path, rows, cat)
     if path is not None:
         hit = path.row != NONE
         crit = np.zeros(len(g))
@@ -76,4 +128,5 @@ def collective_rows(m: StepModel) -> dict[str, Any]:
         "end": (g.ts[rows] + dur).tolist(),
         "median": in_median.tolist(),
         "on_path": on_path.tolist(),
+        "before": before,
     }

@@ -114,6 +114,9 @@ def _join(members: list[RankEntry]) -> None:
     wait = [np.zeros(len(s)) for s in start]
     late_of = [np.full(len(s), -1) for s in start]
     joined = [0] * len(members)
+    # Per member, the collectives it arrived last at: (its row, how far after the next-latest
+    # member, the others' wait in it).
+    late: list[list[tuple[int, float, float]]] = [[] for _ in members]
     for members_rows, good in zip(inst, ok.tolist()):
         if not good:
             continue
@@ -123,6 +126,11 @@ def _join(members: list[RankEntry]) -> None:
             joined[i] += 1
             wait[i][r] = min(max(0.0, float(arrive[last]) - a), end[i][r] - start[i][r])
             late_of[i][r] = ranks[members_rows[last][0]]
+        caused = float(sum(wait[i][r] for k, (i, r) in enumerate(members_rows) if k != last))
+        behind = float(arrive[last]) - float(np.max(np.delete(arrive, last)))
+        if caused > 0 and behind > 0:
+            i_last, r_last = members_rows[last]
+            late[i_last].append((r_last, behind, caused))
     for i, e in enumerate(members):
         c = e.collectives
         med = np.asarray(c["median"], dtype=bool)
@@ -142,9 +150,52 @@ def _join(members: list[RankEntry]) -> None:
             "on_path_wait_us": round(on_path, 3),
             "waited_for": [{"rank": r, "us": round(us, 3), "on_path_us": round(p, 3)} for r, (us, p) in sorted(by.items(), key=lambda kv: -kv[1][0])],
             "lanes": _lanes(i, members, ranks, joined_inst, start, end, offsets, wait, late_of),
+            "late": _late(c, late[i], joined[i]),
             "note": None,
         }
         _split(e.step_model, on_path if joined[i] else 0.0)
+
+
+def _late(c: dict[str, Any], late: list[tuple[int, float, float]], joined: int) -> dict[str, Any] | None:
+    """How late a member arrives at the collectives it arrived last at: per step over the steps
+    its collectives span, the worst one (its name, step, and what the member's critical path ran
+    before it, where that step was replayed), and the others' wait in them."""
+    if not late:
+        return None
+    steps = max(1, len(set(c["step"])))
+    r, behind, _ = max(late, key=lambda x: x[1])
+    med = [x for x in late if c["median"][x[0]] and c["before"][x[0]]] if c.get("before") else []
+    before = c["before"][max(med, key=lambda x: x[1])[0]] if med else ""
+    return {
+        "collectives": len(late),
+        "joined": joined,
+        "steps": steps,
+        "late_us": round(sum(x[1] for x in late) / steps, 3),
+        "max_us": round(behind, 3),
+        "collective": c["names"][c["name"][r]],
+        "step": c["step"][r],
+        "before": before,
+        "caused_us": round(sum(x[2] for x in late) / steps, 3),
+    }
+
+
+# The rank-row fields (facts/ranks.py) of a member's `late` summary.
+LATE_FIELDS = {"collectives": "late_collectives", "joined": "joined_collectives", "late_us": "late_us", "max_us": "late_max_us",
+               "collective": "late_collective", "step": "late_step", "before": "late_before", "caused_us": "late_waited_us"}  # fmt: skip
+
+
+def late_fields(ranks: dict[str, Any] | None) -> dict[str, Any]:
+    """A member's join (its step model's `ranks`) as rank-row fields: all None where it was not
+    joined; a joined member that was never last has 0 late collectives and waits caused."""
+    joined = (ranks or {}).get("joined") or 0
+    got = dict((ranks or {}).get("late") or {})
+    if joined and not got:
+        got = {"collectives": 0, "late_us": 0.0, "caused_us": 0.0}
+    got["joined"] = joined or None
+    got["before"] = got.get("before") or None
+    if got.get("step") == -1:  # a trace without steps
+        got["step"] = None
+    return {f: got.get(k) for k, f in LATE_FIELDS.items()}
 
 
 MAX_LANE_COLLECTIVES = 100  # collectives a picture of the median step shows: the longest waits
@@ -192,7 +243,7 @@ def _note(members: list[RankEntry], ranks: list[int], matched: int, joined: int,
     for e in members:
         e.step_model["ranks"] = {
             "ranks": ranks, "matched": matched, "joined": joined, "clock_offset_us": None, "wait_us": None,
-            "on_path_wait_us": None, "waited_for": [], "lanes": None, "note": why,
+            "on_path_wait_us": None, "waited_for": [], "lanes": None, "late": None, "note": why,
         }  # fmt: skip
 
 

@@ -70,3 +70,31 @@ def test_a_rank_of_a_larger_job_is_never_a_single_process_run(tmp_path: object) 
     b.kernel("ampere_sgemm_128x64_tn", 20, 300, launch_ts=6)
     reason = CAPABILITIES["communication"](Context(load_trace(b.write(Path(tmp_path) / "r.json"))))
     assert reason is not None and "64-process job" in reason and "single-process" not in reason
+
+
+def test_exposed_communication_says_how_much_is_waiting(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:
+    """Ranks 0-2 wait 7.6 ms per step in an all-to-all for rank 3 (COMM003's bad case). Checked
+    alone, a rank's COMM001 counts the wait as exposed communication; checked with its run, it
+    says how much is waiting and for whom, and keeps only the 10 us transfer as its impact."""
+    import importlib.util
+    from pathlib import Path
+
+    from tests.conftest import FIXTURES
+
+    spec = importlib.util.spec_from_file_location("fixture_COMM003", FIXTURES / "rules" / "COMM003" / "make.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    run = Path(str(tmp_path)) / "run"
+    run.mkdir()
+    for r, b in enumerate(mod.bad()):
+        b.write(run / f"rank{r}.json")
+    (alone,) = findings_of(check_json([str(run / "rank0.json")], "COMM001", capsys), "COMM001")
+    assert alone["severity"] == "warning" and "waiting" not in alone["message"]
+    found = findings_of(check_json([str(run)], "COMM001", capsys), "COMM001")
+    assert len(found) == 3  # rank 3 waits for nobody: its exposed share is below the threshold
+    for f in found:
+        assert "of it, 7.6 ms per step is waiting for rank 3 to arrive and 10.0 µs transfer" in f["message"]
+        assert f["evidence"]["comm_wait_us"] == pytest.approx(7600.0) and f["evidence"]["waited_for_rank"] == 3
+        assert f["severity"] == "info" and f["impact_us"] == pytest.approx(10.0)
+        assert "waiting for rank 3, which overlapping does not shorten" in f["evidence"]["step_model_note"]

@@ -1,0 +1,63 @@
+"""Findings about communication time, once the ranks of a run are joined at their collectives.
+
+A rank's time in a collective is waiting for the last rank to arrive plus transfer. Checked
+alone, a trace cannot tell them apart, so a finding that measures exposed communication counts
+both. Where the run's ranks were joined (perflint.stepmodel.join), each such finding says how much
+of it is waiting and for which rank, and its impact keeps only the transfer: overlapping a wait
+with compute does not end it sooner (the late rank's arrival does: COMM003 or STRAG001). A
+finding whose transfer part saves less than a warning needs becomes info, saying why.
+"""
+
+from __future__ import annotations
+
+from perflint.engine.impacts import MIN_SAVING_PCT
+from perflint.findings import Finding, TraceResult, reaches
+from perflint.units import fmt_duration
+
+
+def _exposed_us(f: Finding) -> float | None:
+    """Per step, the communication time the finding measures (exposed, else all of it)."""
+    for key in ("comm_exposed_us", "comm_us"):
+        v = f.evidence.get(key)
+        if isinstance(v, (int, float)) and v > 0:
+            return float(v)
+    return None
+
+
+def split_waits(traces: list[TraceResult]) -> None:
+    """Amend, in place, the communication findings of every joined trace with a wait."""
+    for t in traces:
+        rk = t.metrics.get("step_model", {}).get("ranks") or {}
+        wait = float(rk.get("on_path_wait_us") or 0.0)
+        if wait <= 0 or not rk.get("waited_for"):
+            continue
+        late = int(rk["waited_for"][0]["rank"])
+        for f in t.findings:
+            exposed = _exposed_us(f)
+            if exposed is not None:
+                _split(f, min(wait, exposed), exposed, late)
+
+
+def _split(f: Finding, wait: float, exposed: float, late: int) -> None:
+    transfer = exposed - wait
+    f.evidence.update(comm_wait_us=wait, comm_transfer_us=transfer, waited_for_rank=late)
+    f.message += (
+        f"; of it, {fmt_duration(wait)} per step is waiting for rank {late} to arrive and "
+        f"{fmt_duration(transfer)} transfer"
+    )
+    if f.impact_us is None:
+        return
+    f.impact_us *= transfer / exposed
+    step = f.evidence.get("step_us")
+    steps = f.evidence.get("steps") or 1
+    if not isinstance(step, (int, float)) or step <= 0 or not reaches(f.severity, "warning"):
+        return
+    per_step = f.impact_us / float(steps)
+    if per_step < MIN_SAVING_PCT / 100.0 * float(step):
+        f.evidence["severity_before_step_model"] = f.severity
+        f.severity = "info"
+        f.evidence["step_model_note"] = (
+            f"most of it is waiting for rank {late}, which overlapping does not shorten: the transfer "
+            f"saves {fmt_duration(per_step)} per step, below the {MIN_SAVING_PCT:g}% a warning needs; "
+            f"making rank {late} arrive on time wins the wait (the run's late-rank or straggler finding says why it is late)"
+        )
