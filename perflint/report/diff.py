@@ -1,10 +1,6 @@
-"""Rendering `perflint diff` rows (text, markdown, json).
-
-A row's change is "same" when it is smaller than the minimum effect of its kind of metric, whatever
-its p-value: over many steps a test finds a 4-byte or 0.1 µs difference "significant", and nobody
-should chase it. Otherwise it is "worse" or "better" (the side of the smaller one-sided p-value), and
-significant when that p-value is below alpha with at least two samples on each side. The JSON report
-carries the minimum effect, the change and its significance on every row.
+"""Rendering `perflint diff` rows (text, markdown, json); the verdict on each row is
+perflint.baseline.verdict's. The JSON report carries the minimum effect, the change and its
+significance on every row.
 """
 
 from __future__ import annotations
@@ -13,45 +9,11 @@ from typing import Any
 
 import orjson
 
-from perflint.baseline.compare import SCALARS
+from perflint.baseline.verdict import MIN_EFFECT, MIN_EFFECT_TEXT, assessed, change_text, kind_of
 from perflint.units import fmt_duration, fmt_size
 
-# kind -> (absolute minimum, minimum % of the baseline); a change must reach both to count.
-MIN_EFFECT: dict[str, tuple[float, float]] = {
-    "time": (1.0, 1.0),  # µs: 1 µs and 1% (step time, category time, a kernel group's time)
-    "bytes": (4096.0, 1.0),  # 4 KiB and 1% (memcpy bytes per step, peak memory)
-    "count": (1.0, 1.0),  # one kernel or launch per step, and 1%
-    "pct": (0.5, 0.0),  # half a percentage point (GPU busy %)
-}
-_UNIT_KIND = {"us": "time", "B": "bytes", "": "count", "%": "pct"}
 GROUPS = ("kernel_group", "new_group", "removed_group")
 LABEL_WIDTH = 72  # text table: labels are shortened in the middle to this, longer where two would read alike
-
-
-def kind_of(metric: str) -> str:
-    if metric in SCALARS:
-        return _UNIT_KIND[SCALARS[metric][0]]
-    return "bytes" if metric.endswith("_bytes") else "time"  # categories and kernel groups are time
-
-
-def min_effect(r: dict[str, Any]) -> float:
-    absolute, relative = MIN_EFFECT[kind_of(r["metric"])]
-    base: float = r.get("base_median") or 0.0
-    return max(absolute, relative / 100.0 * abs(base))
-
-
-def assess(r: dict[str, Any], alpha: float) -> tuple[str, bool, float | None]:
-    """(change, significant, p): change is same, worse, better or n/a."""
-    delta = r.get("delta")
-    if delta is None:
-        return "n/a", False, None
-    if abs(delta) < min_effect(r):
-        return "same", False, None
-    worse = (delta > 0) == bool(r.get("higher_is_worse", True))
-    p: float | None = r.get("p_value") if worse else r.get("p_better")
-    if p is None or not (r.get("base_n", 0) >= 2 and r.get("cur_n", 0) >= 2):
-        return ("worse" if worse else "better"), False, None
-    return ("worse" if worse else "better"), bool(p < alpha), p
 
 
 def value_text(r: dict[str, Any], x: float | None, signed: bool = False) -> str:
@@ -83,15 +45,6 @@ def _num(x: float | None) -> str:
     return f"{x:.1f}" if ax >= 10 else f"{x:.2f}"
 
 
-def _sig(r: dict[str, Any], alpha: float) -> str:
-    change, significant, p = assess(r, alpha)
-    if change in ("same", "n/a"):
-        return change
-    if p is None:
-        return f"{change} (untested: one sample)"
-    return f"{change} p={p:.3g}{' *' if significant else ''}"
-
-
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:+.1f}%"
 
@@ -102,7 +55,7 @@ def basis_text(pair: dict[str, Any]) -> str:
     return str(b["text"]) if b else ""
 
 
-def _sections(pairs: list[dict[str, Any]], top: int) -> list[tuple[str, list[dict[str, Any]], list[dict[str, Any]]]]:
+def sections(pairs: list[dict[str, Any]], top: int) -> list[tuple[str, list[dict[str, Any]], list[dict[str, Any]]]]:
     """Per pair: its title, the rows of its table, and its critical-path rows (the bound_by rows
     that split the median step's change)."""
     out = []
@@ -151,7 +104,7 @@ def _bound_lines(bound: list[dict[str, Any]]) -> tuple[str, list[tuple[str, str,
     return head, rows
 
 
-def _label(r: dict[str, Any]) -> str:
+def row_label(r: dict[str, Any]) -> str:
     m: str = r["metric"]
     if m == "category":
         return f"category {r['key']}"
@@ -169,7 +122,7 @@ def _short_label(r: dict[str, Any]) -> str:
     apart), then its op and input dims; the top-level op and full names are in the other formats."""
     m = r["metric"]
     if m not in GROUPS or not r.get("kernel"):
-        return _label(r)
+        return row_label(r)
     from perflint.metrics.kernel_names import short_name
 
     tag = {"new_group": "NEW ", "removed_group": "GONE "}.get(m, "")
@@ -211,7 +164,7 @@ def fit_labels(labels: list[str], width: int = LABEL_WIDTH) -> list[str]:
 
 def render_diff_text(pairs: list[dict[str, Any]], alpha: float = 0.05, top: int = 15) -> str:
     lines = []
-    for pair, (title, rows, bound) in zip(pairs, _sections(pairs, top)):
+    for pair, (title, rows, bound) in zip(pairs, sections(pairs, top)):
         labels = fit_labels([_short_label(r) for r in rows])
         w = max([LABEL_WIDTH, *map(len, labels)])
         lines.append(f"== {title}")
@@ -222,7 +175,7 @@ def render_diff_text(pairs: list[dict[str, Any]], alpha: float = 0.05, top: int 
             lines.append(
                 f"  {label:<{w}} {value_text(r, r['base_median']):>10} {value_text(r, r['cur_median']):>10} "
                 f"{value_text(r, r['delta'], True):>10} "
-                f"{_pct(r['delta_pct']):>8}  {_sig(r, alpha)}"
+                f"{_pct(r['delta_pct']):>8}  {change_text(r, alpha)}"
             )
         if bound:
             head, brows = _bound_lines(bound)
@@ -230,8 +183,7 @@ def render_diff_text(pairs: list[dict[str, Any]], alpha: float = 0.05, top: int 
             for label, b, c, d, share in brows:
                 lines.append(f"    {label:<{w - 2}} {b:>10} {c:>10} {d:>10} {share:>8}  of the change")
     lines.append(
-        "medians over analysis steps; same: below the minimum effect (1 µs and 1% of time, 4 KiB and 1% of bytes, "
-        "1 and 1% of a count, 0.5 points of a percentage); "
+        f"medians over analysis steps; same: below the minimum effect ({MIN_EFFECT_TEXT}); "
         f"significance: one-sided Mann-Whitney U, * = p < {alpha:g}"
     )
     return "\n".join(lines) + "\n"
@@ -239,16 +191,16 @@ def render_diff_text(pairs: list[dict[str, Any]], alpha: float = 0.05, top: int 
 
 def render_diff_markdown(pairs: list[dict[str, Any]], alpha: float = 0.05, top: int = 15) -> str:
     out = ["# perflint diff", ""]
-    for pair, (title, rows, bound) in zip(pairs, _sections(pairs, top)):
+    for pair, (title, rows, bound) in zip(pairs, sections(pairs, top)):
         out += [f"## {title}", ""]
         if basis_text(pair):
             out += [f"Compared {basis_text(pair)}.", ""]
         out += ["| metric | baseline | current | delta | % | change |", "|---|---:|---:|---:|---:|---|"]
         for r in rows:
-            label = _label(r).replace("|", "\\|")
+            label = row_label(r).replace("|", "\\|")
             out.append(
                 f"| {label} | {value_text(r, r['base_median'])} | {value_text(r, r['cur_median'])} | {value_text(r, r['delta'], True)} | "
-                f"{_pct(r['delta_pct'])} | {_sig(r, alpha)} |"
+                f"{_pct(r['delta_pct'])} | {change_text(r, alpha)} |"
             )
         out.append("")
         if bound:
@@ -257,20 +209,14 @@ def render_diff_markdown(pairs: list[dict[str, Any]], alpha: float = 0.05, top: 
             out += [f"| {label} | {b} | {c} | {d} | {share} |" for label, b, c, d, share in brows]
             out.append("")
     out.append(
-        "Medians over analysis steps; same: below the minimum effect (1 µs and 1% of time, 4 KiB and 1% of bytes, "
-        f"1 and 1% of a count, 0.5 points of a percentage); significance: one-sided Mann-Whitney U, * = p < {alpha:g}."
+        f"Medians over analysis steps; same: below the minimum effect ({MIN_EFFECT_TEXT}); significance: one-sided Mann-Whitney U, * = p < {alpha:g}."
     )
     return "\n".join(out) + "\n"
-
-
-def _assessed(r: dict[str, Any], alpha: float) -> dict[str, Any]:
-    change, significant, _p = assess(r, alpha)
-    return {**r, "min_effect": min_effect(r), "change": change, "significant": significant}
 
 
 def render_diff_json(pairs: list[dict[str, Any]], alpha: float = 0.05, top: int = 0) -> str:
     """Every row (no --top), full names, with its minimum effect, change and significance; each
     pair with its `basis` (what it was compared per: perflint.baseline.compare.basis)."""
-    out = [{**p, "rows": [_assessed(r, alpha) for r in p["rows"]]} for p in pairs]
+    out = [{**p, "rows": [assessed(r, alpha) for r in p["rows"]]} for p in pairs]
     return orjson.dumps({"schema": "perflint-diff", "schema_version": 1, "alpha": alpha, "pairs": out},
                         option=orjson.OPT_INDENT_2).decode() + "\n"

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from perflint.baseline.compare import _row
+from perflint.baseline.verdict import MIN_EFFECT, assess
 from perflint.cli import main
-from perflint.report.diff import MIN_EFFECT, assess, fit_labels, render_diff_json, render_diff_text
+from perflint.report.diff import fit_labels, render_diff_json, render_diff_text
 from tests.conftest import FIXTURES, shared_trace
 
 

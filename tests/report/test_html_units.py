@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from perflint.baseline.verdict import change_text
 from perflint.cli import main
 from perflint.findings import Finding
-from perflint.report.diff import _sig
 from perflint.report.html import page, render, svg
 from tests.builder import write_rank_run
 from tests.conftest import shared_trace
@@ -69,7 +69,7 @@ def test_p_values_are_printed_as_the_text_diff_prints_them() -> None:
              "p_value": 7.77e-05, "p_better": 0.99, "base_n": 30, "cur_n": 30, "higher_is_worse": True}]  # fmt: skip
     cmp = {"base": "b", "samples": {}, "rows": rows}
     html = page.comparison_block(cmp)
-    assert _sig(rows[0], 0.05) in html
+    assert change_text(rows[0], 0.05) in html
     assert ">100 MB<" in html and ">134 MB<" in html
 
 

@@ -206,7 +206,8 @@ def ops_block(p: dict[str, Any]) -> str:
 def comparison_block(cmp: dict[str, Any] | None, alpha: float = 0.05, top: int = 15) -> str:
     """Before/after per-step distributions with the significance test's result, then the rows the
     diff's text report lists, in its order."""
-    from perflint.report.diff import _label, _sections, _sig, kind_of
+    from perflint.baseline.verdict import change_text, kind_of
+    from perflint.report.diff import row_label, sections
 
     if not cmp:
         return ""
@@ -216,17 +217,17 @@ def comparison_block(cmp: dict[str, Any] | None, alpha: float = 0.05, top: int =
         unit = "%" if metric.endswith("_pct") else "us"
         chart = svg.strips(f"{metric} per step, baseline vs current", [("baseline", s["base"]), ("current", s["current"])], unit)
         r = by_metric.get(metric)
-        caption = f"{metric}: {_sig(r, alpha) if r else 'n/a'}"
+        caption = f"{metric}: {change_text(r, alpha) if r else 'n/a'}"
         rows = [[t(side), n(float(i), nd=0), _of(kind_of(metric), v)] for side in ("base", "current") for i, v in enumerate(s[side])]
         out.append(f"<h4>{escape(caption)}</h4>" + figure(chart, f"{metric} per analysis step", table(
             [("side", False), ("step #", True), (metric, True)], rows)))
-    (_, listed, bound), = _sections([{"base": "", "current": "", "rank": None, "rows": cmp["rows"]}], top)
+    (_, listed, bound), = sections([{"base": "", "current": "", "rank": None, "rows": cmp["rows"]}], top)
     listed = [r for r in listed if r["metric"] not in cmp["samples"]]
     if listed:
         out.append(table(
             [("what", False), ("baseline", True), ("current", True), ("delta %", True), ("significance", False)],
-            [[code(_label(r)), _of(kind_of(r["metric"]), r["base_median"]), _of(kind_of(r["metric"]), r["cur_median"]),
-              ("n/a", None) if r["delta_pct"] is None else (f'{r["delta_pct"]:+.1f}%', r["delta_pct"]), (f"<span class=nw>{escape(_sig(r, alpha))}</span>", None)] for r in listed]))
+            [[code(row_label(r)), _of(kind_of(r["metric"]), r["base_median"]), _of(kind_of(r["metric"]), r["cur_median"]),
+              ("n/a", None) if r["delta_pct"] is None else (f'{r["delta_pct"]:+.1f}%', r["delta_pct"]), (f"<span class=nw>{escape(change_text(r, alpha))}</span>", None)] for r in listed]))
         out.append(f"<p class=mut>Medians over analysis steps; one-sided Mann-Whitney U, * = p &lt; {alpha}.</p>")
     if bound:
         out.append(_bound_table(bound))
