@@ -83,6 +83,7 @@ class TraceResult:
     warnings: list[str] = field(default_factory=list)
     role: str = ""  # perflint.baseline.identity.trace_role
     collectives: dict[str, Any] = field(default_factory=dict)  # perflint.stepmodel.collectives rows, for the run-level join
+    panels: dict[str, Any] | None = None  # what the HTML report draws of it (perflint.panels.TracePanels), when asked for
 
     @property
     def label(self) -> str:

@@ -86,7 +86,7 @@ def test_check_page_shows_what_bounds_each_step(check_page: tuple[str, dict[str,
 def test_the_json_report_of_the_same_run_carries_no_panels(check_page: tuple[str, dict[str, object]]) -> None:
     _, doc = check_page
     for t in doc["traces"]:  # type: ignore[union-attr]
-        assert "html_panels" not in t and "_html" not in t["metrics"]  # type: ignore[index, operator]
+        assert "panels" not in t and "_html" not in t["metrics"]  # type: ignore[index, operator]
 
 
 def test_check_with_a_baseline_shows_before_and_after(tmp_path: Path) -> None:

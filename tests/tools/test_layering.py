@@ -40,6 +40,7 @@ LAYER = {
     "tables": 5,
     "module_ranges": 4.5,  # the nn.Module range around each op
     "op_view": 5,
+    "panels": 5.5,  # what the HTML report draws of a trace, gathered where the trace is
     "engine": 6,
     "report": 7,
     "pipeline": 8,

@@ -3,7 +3,7 @@ and SVG charts inline, nothing fetched. The commands call only what is here; the
 when a report is asked for, so runs without --html pay nothing for it.
 
 Per trace, the panels (aggregates per kernel, op, step and time bucket) are gathered where the
-trace is analysed, in the worker that holds it (`collect`); `render` draws them with the findings.
+trace is analysed, in the worker that holds it (perflint.panels); `render` draws them with the findings.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def with_panels(fn: Any, args: argparse.Namespace, include_edge_steps: bool = Fa
     for a report."""
     if not getattr(args, "html", None):
         return fn
-    from perflint.report.html.collect import SummaryWithPanels
+    from perflint.panels import SummaryWithPanels
 
     return SummaryWithPanels(fn, include_edge_steps)
 
@@ -34,7 +34,7 @@ def check_panels(args: argparse.Namespace) -> Any:
     when `args.html` asks for a report, else None."""
     if not getattr(args, "html", None):
         return None
-    from perflint.report.html.collect import add_panels
+    from perflint.panels import add_panels
 
     return add_panels
 

@@ -1,4 +1,4 @@
-"""Renders the HTML report: the run's verdict and findings, then the traces' panels (`collect`)."""
+"""Renders the HTML report: the run's verdict and findings, then the traces' panels (perflint.panels)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from html import escape
 from typing import Any
 
 from perflint.findings import SEVERITIES, Finding, RunResult
+from perflint.panels import comparison
 from perflint.report._common import counts_line, fmt_us, fmt_value, location_label, ordered, verdict
 from perflint.report.html import page
-from perflint.report.html.collect import PANELS_ATTR, comparison
 from perflint.report.output import write_file
 from perflint.units import plural
 
@@ -151,7 +151,7 @@ def findings_part(result: RunResult) -> list[str]:
 
 
 def render_check(result: RunResult, alpha: float = 0.05) -> str:
-    panels = [getattr(tr, PANELS_ATTR) for tr in result.traces if getattr(tr, PANELS_ATTR, None)]
+    panels = [tr.panels for tr in result.traces if tr.panels]
     per: dict[str, int] = {}
     for f in result.active_findings():
         key = f"{f.trace}\0{f.rank}"

@@ -1,56 +1,59 @@
-"""What the HTML report shows of one trace, gathered where the trace is (a worker process) into a
-small plain dict: aggregates per kernel name, op name, step and time bucket, never per event."""
+"""What the HTML report shows of one trace (its panels), gathered where the trace is (a worker
+process) into a small typed dict: aggregates per kernel name, op name, step and time bucket, never
+per event. The report draws these and never reads a trace."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import Any, TypedDict
 
 from perflint.facts import Context
-from perflint.ids import unique_inverse
+from perflint.findings import TraceResult
 from perflint.metrics.step_breakdown import step_breakdown
 from perflint.metrics.tb_gpu import utilization_series
-from perflint.model import KERNEL, MEMCPY, MEMSET, NONE, OP_CPU, Trace
+from perflint.model import Trace
 from perflint.stepmodel import step_model
 from perflint.trace_summary import summarize
 
 TOP_OPS = 15
 MAX_STEPS = 400  # per-step series beyond this are thinned evenly (the table says so)
-PANELS_ATTR = "html_panels"  # the attribute of a check's TraceResult that carries them
+
+
+class TracePanels(TypedDict):
+    """One trace's panels. The nested dicts are the summary's sections (trace_summary) or built
+    below; each carries only numbers, names and short lists."""
+
+    path: str
+    rank: int | None
+    device: dict[str, Any]
+    gpu: dict[str, Any]
+    tensor_cores: dict[str, Any]
+    kernels: dict[str, Any]
+    kernel_view: dict[str, Any] | None  # `perflint summary` only
+    steps: dict[str, Any]  # numbers, durs_us (thinned to MAX_STEPS), window
+    step_model: dict[str, Any] | None
+    breakdown: dict[str, Any] | None
+    breakdown_why: str | None
+    timeline: dict[str, Any] | None
+    ops: list[dict[str, Any]]
+    roofline: dict[str, Any]
+    baseline: dict[str, Any] | None
+    warnings: list[str]
 
 
 def top_ops(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]]:
-    """Per CPU op name: calls, host time (inclusive, summed) and the device time of the GPU work
-    launched directly inside it (the TB plugin's "device self time"); the `limit` with most of it."""
-    ops, g = trace.ops, trace.gpu
-    cpu = np.flatnonzero(ops.kind == OP_CPU)
-    if len(cpu) == 0:
-        return []
-    names, inv = unique_inverse(ops.name[cpu])
-    calls = np.bincount(inv, minlength=len(names))
-    host = np.bincount(inv, weights=ops.dur[cpu], minlength=len(names))
-    slot = np.full(len(ops), -1, dtype=np.int64)
-    slot[cpu] = inv
-    dev: np.ndarray = np.zeros(len(names))
-    work = ((g.kind == KERNEL) | (g.kind == MEMCPY) | (g.kind == MEMSET)) & (g.launch != NONE)
-    op = trace.runtime.op[g.launch[work]]
-    has = op != NONE
-    s = slot[op[has]]
-    ok = s >= 0
-    if ok.any():
-        dev = np.bincount(s[ok], weights=g.dur[work][has][ok], minlength=len(names))
-    order = np.lexsort((-host, -dev))[:limit]
+    """The `limit` CPU op names with the most device self time (the GPU work launched directly
+    inside them, the TB plugin's "device self time"), then host time: calls, host time (inclusive,
+    summed) and device self time, from the op table (perflint.tables.op_rows)."""
+    from perflint.tables import op_rows
+
+    rows = [r for r in op_rows(trace) if r["kind"] == "cpu_op"]
+    rows.sort(key=lambda r: (-r["device_self_us"], -r["host_total_us"], r["name"]))
     return [
-        {
-            "name": trace.s(int(names[i])),
-            "calls": int(calls[i]),
-            "host_us": round(float(host[i]), 3),
-            "device_self_us": round(float(dev[i]), 3),
-        }
-        for i in order.tolist()
-    ]
+        {"name": r["name"], "calls": int(r["calls"]), "host_us": round(float(r["host_total_us"]), 3),
+         "device_self_us": round(float(r["device_self_us"]), 3)}
+        for r in rows[:limit]
+    ]  # fmt: skip
 
 
 ROOFLINE_OPS = 15  # op groups in the roofline chart and its table
@@ -123,7 +126,7 @@ def comparison(base: dict[str, Any], cur: dict[str, Any], rows: list[dict[str, A
     }
 
 
-def panels(ctx: Context, summary: dict[str, Any] | None = None) -> dict[str, Any]:
+def panels(ctx: Context, summary: dict[str, Any] | None = None) -> TracePanels:
     """Everything the report draws for the context's trace; `summary`: its `summarize` dict when
     already made."""
     trace, include_edge_steps = ctx.trace, ctx.include_edge_steps
@@ -156,11 +159,11 @@ def panels(ctx: Context, summary: dict[str, Any] | None = None) -> dict[str, Any
     }
 
 
-def add_panels(ctx: Context, result: Any) -> None:
+def add_panels(ctx: Context, result: TraceResult) -> None:
     """Gathers the report's panels onto a check's per-trace result (a module function: it travels
     to worker processes)."""
     made = {"device": result.device, **result.metrics, "warnings": result.warnings}  # summarize's, reused
-    setattr(result, PANELS_ATTR, panels(ctx, made))
+    result.panels = dict(panels(ctx, made))
 
 
 @dataclass(frozen=True)
