@@ -215,12 +215,19 @@ def _trace_of(trace: Trace | PathArg) -> Trace:
     return trace if isinstance(trace, Trace) else load(trace)
 
 
-def kernels(trace: Trace | PathArg) -> list[dict[str, Any]]:
-    """One row per kernel launch (docs/api.md lists the columns), in time order."""
+def kernels(trace: Trace | PathArg, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """One row per kernel launch in start-time order: the rows of `perflint kernels`, all its
+    columns (docs/api.md lists them) or only `columns`, under the same names."""
     from perflint.tables import kernel_rows
 
     t = _trace_of(trace)
-    return _guard(t.path, lambda: kernel_rows(t))  # type: ignore[no-any-return]
+    if columns is not None:
+        from perflint.tables import table_columns
+
+        unknown = [c for c in columns if c not in table_columns([t])[0]]
+        if unknown:
+            raise UsageError("columns", f"unknown column {unknown[0]}")
+    return _guard(t.path, lambda: kernel_rows(t, columns))  # type: ignore[no-any-return]
 
 
 def ops(trace: Trace | PathArg, group_by: str | None = None) -> list[dict[str, Any]]:

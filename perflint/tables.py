@@ -22,10 +22,6 @@ from perflint.metrics.kernels import CATEGORIES, classify, trace_vendor
 from perflint.model import GPU_SYNC, KERNEL, NONE, OP_ANNOTATION, Trace
 from perflint.module_ranges import innermost_modules
 
-KERNEL_COLUMNS = (
-    "name", "category", "library", "dtype", "tensor_cores", "device", "stream", "ts_us", "dur_us",
-    "grid", "block", "occupancy_pct", "op", "top_level_op",
-)  # fmt: skip
 OP_COLUMNS = ("name", "kind", "calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us")
 
 
@@ -48,16 +44,16 @@ def _dims_column(dims: np.ndarray) -> list[list[int] | None]:
     return [vals[i] for i in inv.tolist()]
 
 
-# KERNEL_COLUMNS that kernel_columns knows by another name.
-_ROW_SOURCE = {"occupancy_pct": "occupancy", "op": "bottom_level_op"}
-
-
-def kernel_rows(t: Trace) -> list[dict[str, Any]]:
-    """One row per kernel launch, in time order (KERNEL_COLUMNS)."""
-    cols = kernel_columns(t, [_ROW_SOURCE.get(c, c) for c in KERNEL_COLUMNS])
-    for c in ("grid", "block"):  # a list of its own per row: the caller may change it
-        cols[c] = [None if d is None else list(d) for d in cols[c]]
-    return [dict(zip(KERNEL_COLUMNS, vals)) for vals in zip(*cols.values())]
+def kernel_rows(t: Trace, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """`kernel_table`'s rows (all its columns, or `columns`) as a list, each row's grid and block
+    a list of its own (the caller may change them). perflint.kernels() and `perflint kernels`
+    give these rows under the same names."""
+    rows = list(kernel_table(t, columns or table_columns([t])[0]))
+    for r in rows:
+        for c in ("grid", "block"):
+            if isinstance(r.get(c), list):
+                r[c] = list(r[c])
+    return rows
 
 
 def _kernel_sites(t: Trace, sel: np.ndarray) -> tuple[np.ndarray, list[OpInfo], np.ndarray, list[tuple[str, str | None, str | None, str | None, str | None]]]:
@@ -159,8 +155,8 @@ def op_rows(t: Trace) -> list[dict[str, Any]]:
 PYPROF_COLUMNS = ("idx", "seq", "altseq", "tid", "layer", "trace", "dir", "sub", "mod", "op", "kernel", "params", "sil", "tc", "device", "stream", "grid", "block", "flops", "bytes")
 # The last four: the roofline (metrics/roofline.py, docs/roofline.md) of the row's flops and bytes.
 PERFLINT_COLUMNS = (
-    "name", "category", "library", "dtype", "blocks_per_sm", "occupancy", "top_level_op", "bottom_level_op", "op_stack",
-    "tflops", "gbps", "pct_of_peak", "bound",
+    "name", "category", "library", "dtype", "tensor_cores", "blocks_per_sm", "occupancy_pct", "ts_us", "dur_us",
+    "top_level_op", "bottom_level_op", "op_stack", "tflops", "gbps", "pct_of_peak", "bound",
 )  # fmt: skip
 TABLE_COLUMNS = PYPROF_COLUMNS + PERFLINT_COLUMNS
 DEFAULT_COLUMNS = ("idx", "dir", "op", "kernel", "sil", "tc", "grid", "block", "category")
@@ -201,8 +197,8 @@ _WORK = _ROOF | {"flops", "bytes"}
 
 
 def kernel_columns(t: Trace, columns: Sequence[str] = TABLE_COLUMNS) -> dict[str, list[Any]]:
-    """`kernel_table` by column: each of `columns` (TABLE_COLUMNS names, and kernel_rows'
-    tensor_cores, ts_us, dur_us) as one list, a value per kernel launch in start-time order. Only what the columns need is computed, per distinct value
+    """`kernel_table` by column: each of `columns` (TABLE_COLUMNS names) as one list, a value per
+    kernel launch in start-time order. Only what the columns need is computed, per distinct value
     where it can be (kernel name and launch site, attribution site), and whole columns at a time."""
     from perflint.graph.attribution import attribute
     from perflint.metrics.kernel_names import parse_kernel_name
@@ -241,7 +237,7 @@ def kernel_columns(t: Trace, columns: Sequence[str] = TABLE_COLUMNS) -> dict[str
     got["block"] = lambda: _dims_column(g.block[sel])
     got["sil"] = lambda: np.rint(g.dur[sel] * 1000).astype(np.int64).tolist()
     got["blocks_per_sm"] = lambda: nan_none(g.blocks_per_sm[sel])
-    got["occupancy"] = lambda: nan_none(_occupancy(g, sel))
+    got["occupancy_pct"] = lambda: nan_none(_occupancy(g, sel))
     tensor_cores = [None if v < 0 else bool(v) for v in tc.tolist()]
     got["tensor_cores"] = lambda: tensor_cores
     got["ts_us"], got["dur_us"] = (lambda: g.ts[sel].tolist()), (lambda: g.dur[sel].tolist())

@@ -15,8 +15,8 @@ import pytest
 import perflint
 from perflint.cli import main
 from perflint.model import KERNEL, NONE, Trace
-from perflint.tables import KERNEL_COLUMNS, OP_COLUMNS
-from tests.conftest import ROOT
+from perflint.tables import OP_COLUMNS, TABLE_COLUMNS
+from tests.conftest import FIXTURES, ROOT, shared_trace
 
 GPU = ROOT / "fixtures" / "gpu"
 UNALIGNED = str(GPU / "gemm_fp16_unaligned.pt.trace.json.gz")
@@ -142,14 +142,29 @@ def test_kernels_one_row_per_launch() -> None:
     rows = perflint.kernels(trace)
     assert rows == perflint.kernels(UNALIGNED)
     assert len(rows) == int((trace.gpu.kind == KERNEL).sum()) > 0
-    assert all(tuple(r) == KERNEL_COLUMNS for r in rows)
+    assert all(tuple(r) == TABLE_COLUMNS for r in rows)
     assert [r["ts_us"] for r in rows] == sorted(r["ts_us"] for r in rows)
     time_us = perflint.summary(UNALIGNED)[0]["kernels"]["time_us"]
     assert sum(r["dur_us"] for r in rows) == pytest.approx(time_us, abs=1e-3)
     gemm = [r for r in rows if r["category"] == "gemm"]
-    assert gemm and all(r["op"] and r["top_level_op"] and r["dtype"] == "fp16" for r in gemm)
+    assert gemm and all(r["bottom_level_op"] and r["top_level_op"] and r["dtype"] == "fp16" for r in gemm)
     assert all(len(r["grid"]) == 3 and len(r["block"]) == 3 for r in gemm)
     assert perflint.kernels(CPU) == []
+    picked = perflint.kernels(trace, columns=["kernel", "tensor_cores", "dur_us"])
+    assert [list(r) for r in picked[:1]] == [["kernel", "tensor_cores", "dur_us"]]
+    with pytest.raises(perflint.PerflintError, match="unknown column occupancy"):
+        perflint.kernels(trace, columns=["occupancy"])
+
+
+def test_kernels_api_and_command_give_the_same_table(capsys: pytest.CaptureFixture[str]) -> None:
+    """perflint.kernels() and `perflint kernels --format json` with every column: the same rows
+    under the same names, for a Kineto trace, a pyprof run and a CUPTI counter trace."""
+    import orjson
+
+    for path in (UNALIGNED, shared_trace("pyprof/lm_da6bcc3/net.sql"), str(FIXTURES / "gpu" / "cupti_metrics.pt.trace.json.gz")):
+        rows = perflint.kernels(path)
+        assert main(["kernels", path, "--format", "json", "-c", ",".join(rows[0])]) == 0
+        assert orjson.loads(capsys.readouterr().out) == orjson.loads(orjson.dumps(rows, option=orjson.OPT_SERIALIZE_NUMPY))
 
 
 def _by_name(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

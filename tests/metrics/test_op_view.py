@@ -64,7 +64,7 @@ def test_tc_self_pct_is_tensor_core_share_of_self_device_time() -> None:
     t = _one(GEMM)
     kern = kernel_rows(t)
     for r in op_view(t):
-        mine = [k for k in kern if k["op"] == r["name"]]
+        mine = [k for k in kern if k["bottom_level_op"] == r["name"]]
         if not mine or r["name"] not in ("aten::mm", "aten::addmm"):
             continue
         tc = sum(k["dur_us"] for k in mine if k["tensor_cores"])
