@@ -218,11 +218,11 @@ def _trace_of(trace: Trace | PathArg) -> Trace:
 def kernels(trace: Trace | PathArg, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """One row per kernel launch in start-time order: the rows of `perflint kernels`, all its
     columns (docs/api.md lists them) or only `columns`, under the same names."""
-    from perflint.tables import kernel_rows
+    from perflint.listings import kernel_rows
 
     t = _trace_of(trace)
     if columns is not None:
-        from perflint.tables import table_columns
+        from perflint.listings import table_columns
 
         unknown = [c for c in columns if c not in table_columns([t])[0]]
         if unknown:
@@ -234,8 +234,8 @@ def ops(trace: Trace | PathArg, group_by: str | None = None) -> list[dict[str, A
     """One row per op name with its calls and host / device self and total time (docs/api.md),
     most device time first; with `group_by` ("op", "op+shape", "module", "layer") the operator
     view of `perflint ops`, with its Tensor Core and FLOP columns."""
+    from perflint.listings import op_rows
     from perflint.op_view import GROUPS, op_view
-    from perflint.tables import op_rows
 
     if group_by is not None and group_by not in GROUPS:
         raise UsageError("group_by", f"must be one of {', '.join(GROUPS)}, not {group_by!r}")

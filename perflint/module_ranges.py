@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from perflint.graph.intervals import enclosing, nest
+from perflint.graph.nesting import enclosing, nest
 from perflint.ids import unique_inverse
 from perflint.model import NONE, Trace
 

@@ -31,13 +31,13 @@ from perflint.facts import Context
 from perflint.facts._common import kernel_op
 from perflint.facts._optree import op_levels
 from perflint.ids import unique_inverse
-from perflint.metrics.kernels import classify
+from perflint.listings import OP_COLUMNS, kernel_dtypes, nan_none, op_times
+from perflint.metrics.kernel_classes import classify
 from perflint.metrics.roofline import Roofline, group_roofline, kernel_peaks
 from perflint.metrics.shapes import CONV_OPS, GEMM_OPS
 from perflint.metrics.work import kernel_work, op_work
 from perflint.model import KERNEL, NONE, OP_ANNOTATION, OP_CPU, Trace
 from perflint.module_ranges import Paths, kineto_modules
-from perflint.tables import OP_COLUMNS, kernel_dtypes, nan_none, op_times
 
 GROUPS = ("op", "op+shape", "module", "layer")
 # Added after the op table's columns; the group's key columns come first in the defaults.

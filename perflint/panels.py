@@ -44,8 +44,8 @@ class TracePanels(TypedDict):
 def top_ops(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]]:
     """The `limit` CPU op names with the most device self time (the GPU work launched directly
     inside them, the TB plugin's "device self time"), then host time: calls, host time (inclusive,
-    summed) and device self time, from the op table (perflint.tables.op_rows)."""
-    from perflint.tables import op_rows
+    summed) and device self time, from the op table (perflint.listings.op_rows)."""
+    from perflint.listings import op_rows
 
     rows = [r for r in op_rows(trace) if r["kind"] == "cpu_op"]
     rows.sort(key=lambda r: (-r["device_self_us"], -r["host_total_us"], r["name"]))

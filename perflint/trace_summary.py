@@ -9,8 +9,8 @@ import numpy as np
 from perflint.graph.build import top_ops, top_ops_of
 from perflint.ids import unique_inverse
 from perflint.metrics.inductor import inductor_view
+from perflint.metrics.kernel_classes import CATEGORIES, SYNC_CATEGORY, classify
 from perflint.metrics.kernel_view import kernel_view
-from perflint.metrics.kernels import CATEGORIES, SYNC_CATEGORY, classify
 from perflint.metrics.memory import memory_rows
 from perflint.metrics.tb_gpu import gpu_summary
 from perflint.metrics.temporal import temporal_breakdown

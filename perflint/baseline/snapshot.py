@@ -21,7 +21,7 @@ from perflint.facts._common import kernel_op, model
 from perflint.facts._optree import op_info
 from perflint.ids import isin_ids
 from perflint.memo import once
-from perflint.metrics.kernels import CATEGORIES
+from perflint.metrics.kernel_classes import CATEGORIES
 from perflint.metrics.steps import launch_ts
 from perflint.model import DATA_WAIT_PREFIX, KERNEL, MEMCPY, OP_ANNOTATION, Trace
 from perflint.stepmodel import StepModel, step_at

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from perflint.commands import accept, check, classify, diff, explain, kernels, rules, snapshot, summary
+from perflint.commands import accept, check, classify, diff, explain, listings, rules, snapshot, summary
 
 COMMANDS: dict[str, ModuleType] = {
     "summary": summary,
@@ -15,6 +15,6 @@ COMMANDS: dict[str, ModuleType] = {
     "diff": diff,
     "accept": accept,
     "classify": classify,
-    "kernels": kernels,
-    "ops": kernels,
+    "kernels": listings,
+    "ops": listings,
 }

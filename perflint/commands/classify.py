@@ -28,8 +28,8 @@ def _names(args: argparse.Namespace) -> list[str]:
 
 
 def _record(name: str, vendor: str | None) -> dict[str, Any]:
-    from perflint.metrics.kernel_class import classify_kernel
-    from perflint.metrics.kernel_names import short_name
+    from perflint.kernelnames.classify import classify_kernel
+    from perflint.kernelnames.parse import short_name
 
     c = classify_kernel(name, vendor)
     k = c.name

@@ -42,7 +42,7 @@ def is_missing(value: Any) -> bool:
 
 
 def short_kernel(name: str) -> str:
-    from perflint.metrics.kernel_names import short_name
+    from perflint.kernelnames.parse import short_name
 
     return short_name(name)
 

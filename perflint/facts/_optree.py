@@ -14,7 +14,7 @@ import numpy as np
 from perflint.facts import Context
 from perflint.facts._group import factorize, unique_inverse
 from perflint.graph.build import stack_member
-from perflint.graph.intervals import depths
+from perflint.graph.nesting import depths
 from perflint.memo import once
 from perflint.metrics.dtypes import op_dtype
 from perflint.model import NONE

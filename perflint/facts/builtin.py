@@ -14,7 +14,7 @@ MODULES = (
     "cudnn",
     "dataloader",
     "gaps",
-    "kernels",
+    "kernel_groups",
     "launch",
     "memcpy",
     "matrix_owner",

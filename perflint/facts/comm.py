@@ -28,7 +28,7 @@ from perflint.facts import Context, Row, capability, enricher
 from perflint.facts._common import kernel_op, op_info, window_mask
 from perflint.facts._spans import EMPTY, Spans, length, spans, step_windows, union
 from perflint.graph.names import ops_named
-from perflint.metrics.kernels import CAT_INDEX, classify
+from perflint.metrics.kernel_classes import CAT_INDEX, classify
 from perflint.model import KERNEL, MEMCPY, MEMSET, NONE, Trace
 
 FIELDS = {

@@ -8,7 +8,7 @@ from typing import Any
 
 from perflint.facts import Context, Row, capability, fact
 from perflint.facts._common import kernel_row_dtype, op_info
-from perflint.metrics.kernels import kernel_category, uses_tensor_cores
+from perflint.metrics.kernel_classes import kernel_category, uses_tensor_cores
 from perflint.metrics.tensor_cores import TENSOR_COUNTER_MARKERS
 from perflint.model import NONE, Trace
 

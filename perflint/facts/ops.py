@@ -31,7 +31,7 @@ from perflint.facts._group import Groups, dense_ids, present_ids, sums
 from perflint.facts._optree import depth_is_nesting, op_arrays, op_info, op_levels, propagate
 from perflint.ids import isin_ids
 from perflint.metrics.dtypes import kernel_dtype, op_dtype
-from perflint.metrics.kernels import CAT_INDEX, classify
+from perflint.metrics.kernel_classes import CAT_INDEX, classify
 from perflint.metrics.shapes import ALIGN, alignment, op_class, op_shape
 from perflint.model import KERNEL, NONE, OP_CPU, Trace
 

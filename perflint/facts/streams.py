@@ -17,7 +17,7 @@ import numpy as np
 
 from perflint.facts import Context, Row, enricher
 from perflint.facts._common import in_steps
-from perflint.metrics.kernel_names import short_name
+from perflint.kernelnames.parse import short_name
 from perflint.model import GPU_SYNC, NONE, Trace
 
 FIELDS = {

@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from perflint.graph.intervals import enclosing, nest
+from perflint.graph.nesting import enclosing, nest
 from perflint.ids import distinct, isin_ids
 from perflint.model import NONE, OP_CPU, Step, Trace
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perflint.metrics.kernel_class import classify_kernel
+from perflint.kernelnames.classify import classify_kernel
 
 # Kineto `Input type` strings -> short dtype names.
 _OP_TYPES = {

@@ -20,7 +20,7 @@ import numpy as np
 
 from perflint.ids import unique_inverse
 from perflint.metrics.intervals import union_length
-from perflint.metrics.kernels import CAT_INDEX, classify
+from perflint.metrics.kernel_classes import CAT_INDEX, classify
 from perflint.model import KERNEL, Trace
 
 PREFIXES = {

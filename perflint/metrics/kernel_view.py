@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from perflint.ids import unique_inverse
-from perflint.metrics.kernels import classify
+from perflint.metrics.kernel_classes import classify
 from perflint.model import KERNEL, Trace
 
 

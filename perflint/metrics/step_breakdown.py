@@ -16,7 +16,7 @@ import numpy as np
 
 from perflint.ids import isin_ids
 from perflint.metrics.intervals import covered_before, merge
-from perflint.metrics.kernels import CAT_INDEX, classify
+from perflint.metrics.kernel_classes import CAT_INDEX, classify
 from perflint.metrics.tb_gpu import tb_steps
 from perflint.model import KERNEL, MEMCPY, MEMSET, Trace
 

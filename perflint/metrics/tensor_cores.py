@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from perflint.metrics.kernels import classify, trace_vendor, uses_tensor_cores
+from perflint.metrics.kernel_classes import classify, trace_vendor, uses_tensor_cores
 from perflint.model import KERNEL, Trace
 
 # Counter names that count tensor-pipe (MMA) instructions in CUPTI profiler ranges.

@@ -123,7 +123,7 @@ def _short_label(r: dict[str, Any]) -> str:
     m = r["metric"]
     if m not in GROUPS or not r.get("kernel"):
         return row_label(r)
-    from perflint.metrics.kernel_names import short_name
+    from perflint.kernelnames.parse import short_name
 
     tag = {"new_group": "NEW ", "removed_group": "GONE "}.get(m, "")
     ren = f" (was {short_name(r['renamed_from'])})" if r.get("renamed_from") else ""

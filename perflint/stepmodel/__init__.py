@@ -10,7 +10,7 @@ from functools import cached_property
 
 import numpy as np
 
-from perflint.metrics.kernels import CATEGORIES
+from perflint.metrics.kernel_classes import CATEGORIES
 from perflint.metrics.stats import np_median
 from perflint.model import Trace
 from perflint.stepmodel.critical import BOUND, Pieces, attribution, critical_path, lane_activity, recorded_attribution

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from perflint.metrics.kernel_names import short_name
-from perflint.metrics.kernels import CAT_INDEX, CATEGORIES, classify
+from perflint.kernelnames.parse import short_name
+from perflint.metrics.kernel_classes import CAT_INDEX, CATEGORIES, classify
 from perflint.metrics.steps import launch_ts
 from perflint.model import KERNEL, MEMCPY, MEMSET, NONE
 from perflint.stepmodel import StepModel

@@ -18,7 +18,7 @@ from perflint.graph.names import dataloader_ops
 from perflint.ids import distinct
 from perflint.metrics.apis import is_launch
 from perflint.metrics.intervals import covered_before, merge, merged_length, merged_pieces, overlap_length, window_lengths
-from perflint.metrics.kernels import CATEGORIES, classify
+from perflint.metrics.kernel_classes import CATEGORIES, classify
 from perflint.model import NONE, Trace
 from perflint.stepmodel.graph import (
     CALL,

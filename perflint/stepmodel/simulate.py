@@ -13,7 +13,7 @@ from functools import cached_property
 
 import numpy as np
 
-from perflint.metrics.kernel_names import short_name
+from perflint.kernelnames.parse import short_name
 from perflint.metrics.steps import launch_ts
 from perflint.model import GPU_SYNC, NONE, Trace
 from perflint.stepmodel.build import build_block

@@ -18,7 +18,7 @@ import numpy as np
 
 from perflint.ids import compress_in_place
 from perflint.metrics.intervals import merge_spans, window_lengths
-from perflint.metrics.kernels import CATEGORIES, SYNC_CATEGORY, classify
+from perflint.metrics.kernel_classes import CATEGORIES, SYNC_CATEGORY, classify
 from perflint.metrics.steps import launch_ts
 from perflint.model import KERNEL, MEMCPY, MEMSET, Trace
 from perflint.stepmodel.window import Window, device_work, step_at

@@ -14,8 +14,8 @@ import pytest
 
 import perflint
 from perflint.cli import main
+from perflint.listings import OP_COLUMNS, TABLE_COLUMNS
 from perflint.model import KERNEL, NONE, Trace
-from perflint.tables import OP_COLUMNS, TABLE_COLUMNS
 from tests.conftest import FIXTURES, ROOT, shared_trace
 
 GPU = ROOT / "fixtures" / "gpu"

@@ -15,10 +15,10 @@ import orjson
 import pytest
 
 from perflint.cli import main
-from perflint.metrics.kernel_class import classify_kernel
-from perflint.metrics.kernel_names import parse_kernel_name
-from perflint.metrics.kernel_table import ROWS
-from perflint.metrics.kernels import CATEGORIES
+from perflint.kernelnames.classify import classify_kernel
+from perflint.kernelnames.conventions import ROWS
+from perflint.kernelnames.parse import parse_kernel_name
+from perflint.metrics.kernel_classes import CATEGORIES
 from perflint.readers.kineto import parse_devices
 from tests.conftest import FIXTURES, TRACES
 

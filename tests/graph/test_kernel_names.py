@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from perflint.cli import main
-from perflint.demangle import demangle, name_components
-from perflint.metrics.kernel_class import classify_kernel, rule_names
-from perflint.metrics.kernel_names import parse_kernel_name, short_name, split_top
-from perflint.metrics.kernel_table import ROWS
-from perflint.metrics.kernels import CATEGORIES
+from perflint.kernelnames.classify import classify_kernel, rule_names
+from perflint.kernelnames.conventions import ROWS
+from perflint.kernelnames.demangle import demangle, name_components
+from perflint.kernelnames.parse import parse_kernel_name, short_name, split_top
+from perflint.metrics.kernel_classes import CATEGORIES
 
 ELEMENTWISE = (
     "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl<at::native::CUDAFunctor_add<float> >"

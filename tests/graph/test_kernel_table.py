@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from perflint.metrics.kernels import kernel_category, uses_tensor_cores
+from perflint.metrics.kernel_classes import kernel_category, uses_tensor_cores
 
 CASES = [
     # Volta / Turing cuBLAS and cuDNN

@@ -15,7 +15,7 @@ import pytest
 
 from perflint.cli import main
 from perflint.graph.load import load_trace
-from perflint.metrics.counter_table import counter_flops, counter_rows
+from perflint.metrics.counter_listing import counter_flops, counter_rows
 from tests.conftest import shared_trace
 from tests.graph.test_cupti import CUPTI, _raw_top_ops
 

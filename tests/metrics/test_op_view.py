@@ -16,9 +16,9 @@ import pytest
 
 from perflint.cli import main
 from perflint.graph.load import load_traces
+from perflint.listings import kernel_rows, op_rows
 from perflint.model import Trace
 from perflint.op_view import GROUPS, op_view
-from perflint.tables import kernel_rows, op_rows
 from tests.conftest import FIXTURES, TESTS, shared_trace
 
 GEMM = str(FIXTURES / "gpu" / "gemm_fp16_unaligned.pt.trace.json.gz")

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from perflint.graph.load import load_trace
+from perflint.listings import PERFLINT_COLUMNS, kernel_table
 from perflint.metrics.roofline import LATENCY_PCT, LATENCY_US, group_roofline, kernel_peaks, roofline
-from perflint.tables import PERFLINT_COLUMNS, kernel_table
 from tests.conftest import FIXTURES
 
 NAN = float("nan")

@@ -12,7 +12,7 @@ import pytest
 
 from perflint.cli import main
 from perflint.graph.load import load_trace
-from perflint.metrics.kernels import kernel_category, uses_tensor_cores
+from perflint.metrics.kernel_classes import kernel_category, uses_tensor_cores
 from perflint.metrics.shapes import alignment, op_shape
 from perflint.metrics.temporal import temporal_breakdown
 from perflint.model import KERNEL

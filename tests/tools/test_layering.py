@@ -22,7 +22,7 @@ FACE = "perflint"  # perflint/__init__.py: re-exports the API
 LAYER = {
     "errors": 0,
     "units": 0,
-    "demangle": 0,  # Itanium C++ names (kernels) read as C++
+    "kernelnames": 0,  # kernel names: demangled, read by structure, classified by each library's convention
     "yaml_lines": 0,  # where a key is in a YAML file, for config and rule errors
     "memo": 0,
     "model": 0,
@@ -37,7 +37,7 @@ LAYER = {
     "facts": 4,
     "findings": 4,
     "baseline": 5,  # snapshots and comparisons of what metrics and facts derive
-    "tables": 5,
+    "listings": 5,  # the kernel and op tables perflint kernels / ops and the API list
     "module_ranges": 4.5,  # the nn.Module range around each op
     "op_view": 5,
     "panels": 5.5,  # what the HTML report draws of a trace, gathered where the trace is

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from perflint.ids import unique_inverse
-from perflint.metrics.kernels import CAT_INDEX, classify
+from perflint.metrics.kernel_classes import CAT_INDEX, classify
 from perflint.metrics.work.models import OTHER, UNKNOWN, Work, model
 from perflint.model import GPU_SYNC, KERNEL, NONE, Trace
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from perflint.demangle import demangle
+from perflint.kernelnames.demangle import demangle
 from perflint.model import CUPTI_SYNC_NAMES, GPU_SYNC, KERNEL, MEMCPY, MEMSET, NONE, Device
 from perflint.readers.nvprof.apis import driver_name, memcpy_name, memset_name, runtime_name
 from perflint.readers.tables import Strings

@@ -1,5 +1,5 @@
 """`classify_kernel(name, vendor)`: a kernel's category, library, math dtype and Tensor Core use,
-decided by the first row of `kernel_table.ROWS` that matches the parsed name.
+decided by the first row of `conventions.ROWS` that matches the parsed name.
 
 The rules below read each library's own naming convention: dtype tokens of cuBLAS/cuDNN xmma
 names, CUTLASS 2.x names, Tensile's type letters and `_MI` MFMA token, and template arguments
@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
-from perflint.metrics.kernel_names import KernelName, parse_kernel_name
-from perflint.metrics.kernel_table import ROWS, SCOPE_LIBRARIES, Row
+from perflint.kernelnames.conventions import ROWS, SCOPE_LIBRARIES, Row
+from perflint.kernelnames.parse import KernelName, parse_kernel_name
 
 __all__ = ["MATRIX_CATEGORIES", "KernelClass", "classify_kernel"]
 

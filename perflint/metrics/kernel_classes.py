@@ -1,4 +1,4 @@
-"""Kernel categories and Tensor Core use per GPU row, from `kernel_class.classify_kernel`.
+"""Kernel categories and Tensor Core use per GPU row, from `kernelnames.classify.classify_kernel`.
 
 Each unique kernel name is classified once (by the structure of its name, with the trace's device
 vendor); the per-row arrays are gathered from that.
@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from perflint.ids import distinct
+from perflint.kernelnames.classify import classify_kernel
 from perflint.memo import once
-from perflint.metrics.kernel_class import classify_kernel
 from perflint.model import GPU_SYNC, KERNEL, MEMCPY, MEMSET, Trace
 
 CATEGORIES = (

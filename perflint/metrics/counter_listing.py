@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from perflint.graph.build import op_stack
-from perflint.metrics.kernels import kernel_category
+from perflint.metrics.kernel_classes import kernel_category
 from perflint.model import NONE, Trace
 
 SASS_FLOP_WEIGHTS: dict[str, float] = {
@@ -54,7 +54,7 @@ def counter_names(t: Trace) -> list[str]:
 def counter_rows(t: Trace) -> list[dict[str, Any]]:
     """One row per CUPTI counter range in start-time order: COUNTER_TABLE_COLUMNS, then every
     counter the trace records (None where a range lacks it)."""
-    from perflint.metrics.kernel_names import parse_kernel_name
+    from perflint.kernelnames.parse import parse_kernel_name
 
     names = counter_names(t)
     per_name: dict[int, tuple[str, str, str]] = {}  # name id -> (name, function, category)

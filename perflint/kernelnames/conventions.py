@@ -1,13 +1,13 @@
 """The kernel classification table: one row per library naming convention, first match wins.
 
-A row matches a parsed kernel name (`kernel_names.KernelName`) by its scope (the namespaces joined
+A row matches a parsed kernel name (`parse.KernelName`) by its scope (the namespaces joined
 with `::`, fullmatched by `scope`; None: any scope) and its function name (`function`, matched from
 the start of the function name). Template arguments and parameters are never searched: where a
 library names its kernels through a template argument (`cutlass::Kernel<cutlass_80_tensorop_...>`,
 `cutlass::device_kernel<...GemmUniversal...>`, `ck_tile::kentry<1, Rmsnorm2dFwd<...>>`) the row
 says `via_arg` and that argument, parsed as a name, is classified instead.
 
-`dtype` and `tc` are either fixed values or the names of rules in `kernel_class` that read the
+`dtype` and `tc` are either fixed values or the names of rules in `classify` that read the
 library's own naming convention (xmma dtype tokens, Tensile's `_MI16x16x8`, ...); `tc` may also map
 a device vendor to a verdict (a Triton `tl.dot` is an MMA on NVIDIA and an MFMA on AMD).
 """

@@ -8,8 +8,8 @@ from perflint.facts import Context, Row, fact
 from perflint.facts._common import kernel_op, kernel_row_dtype, op_infos, primary_device, window_mask, window_us
 from perflint.facts._group import Groups, dense_ids
 from perflint.ids import rows_of
-from perflint.metrics.kernel_class import classify_kernel
-from perflint.metrics.kernels import CATEGORIES, classify, trace_vendor
+from perflint.kernelnames.classify import classify_kernel
+from perflint.metrics.kernel_classes import CATEGORIES, classify, trace_vendor
 from perflint.model import KERNEL, NONE
 
 FIELDS = {

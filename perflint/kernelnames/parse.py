@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from perflint.demangle import demangle, name_components
+from perflint.kernelnames.demangle import demangle, name_components
 
 __all__ = ["KernelName", "parse_kernel_name", "short_name", "split_top"]
 

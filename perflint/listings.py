@@ -17,8 +17,8 @@ from perflint.facts import Context
 from perflint.facts._common import OpInfo, kernel_op, kernel_row_dtype, op_infos
 from perflint.facts._optree import op_levels
 from perflint.ids import unique_inverse
-from perflint.metrics.kernel_class import classify_kernel
-from perflint.metrics.kernels import CATEGORIES, classify, trace_vendor
+from perflint.kernelnames.classify import classify_kernel
+from perflint.metrics.kernel_classes import CATEGORIES, classify, trace_vendor
 from perflint.model import GPU_SYNC, KERNEL, NONE, OP_ANNOTATION, Trace
 from perflint.module_ranges import innermost_modules
 
@@ -165,7 +165,7 @@ DEFAULT_COLUMNS = ("idx", "dir", "op", "kernel", "sil", "tc", "grid", "block", "
 def table_columns(traces: list[Trace]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(known, default) columns of `kernel_table` over these traces: a CUPTI counter trace adds
     its counters under their metric names, and shows them by default."""
-    from perflint.metrics.counter_table import COUNTER_DEFAULT_COLUMNS, COUNTER_TABLE_COLUMNS, counter_names
+    from perflint.metrics.counter_listing import COUNTER_DEFAULT_COLUMNS, COUNTER_TABLE_COLUMNS, counter_names
 
     counters = list(dict.fromkeys(c for t in traces for c in counter_names(t)))
     if not counters:
@@ -177,10 +177,10 @@ def table_columns(traces: list[Trace]) -> tuple[tuple[str, ...], tuple[str, ...]
 def kernel_table(t: Trace, columns: Sequence[str] | None = None) -> Iterator[dict[str, Any]]:
     """One row per kernel launch in start-time order with TABLE_COLUMNS (or only `columns`):
     pyprof's attribution (graph.attribution) beside the kernel's class and launch configuration.
-    A CUPTI counter trace gives one row per measured kernel instead (metrics.counter_table:
+    A CUPTI counter trace gives one row per measured kernel instead (metrics.counter_listing:
     counters, op stack, flops)."""
     if t.counter_ranges:
-        from perflint.metrics.counter_table import counter_rows
+        from perflint.metrics.counter_listing import counter_rows
 
         yield from counter_rows(t)
         return
@@ -201,7 +201,7 @@ def kernel_columns(t: Trace, columns: Sequence[str] = TABLE_COLUMNS) -> dict[str
     kernel launch in start-time order. Only what the columns need is computed, per distinct value
     where it can be (kernel name and launch site, attribution site), and whole columns at a time."""
     from perflint.graph.attribution import attribute
-    from perflint.metrics.kernel_names import parse_kernel_name
+    from perflint.kernelnames.parse import parse_kernel_name
     from perflint.metrics.roofline import kernel_peaks, roofline
     from perflint.metrics.work import kernel_work
     from perflint.metrics.work.pyprof import pyprof_op, pyprof_tc

@@ -16,9 +16,9 @@ from perflint.errors import UsageError
 
 
 def add_parser(sub: Any, name: str) -> None:
+    from perflint.listings import DEFAULT_COLUMNS, TABLE_COLUMNS
     from perflint.op_view import DEFAULT_COLUMNS as VIEW_DEFAULTS
     from perflint.op_view import GROUPS, VIEW_COLUMNS
-    from perflint.tables import DEFAULT_COLUMNS, TABLE_COLUMNS
 
     ops = name == "ops"
     cols, default = (VIEW_COLUMNS, VIEW_DEFAULTS["op"]) if ops else (TABLE_COLUMNS, DEFAULT_COLUMNS)
@@ -44,10 +44,10 @@ def add_parser(sub: Any, name: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from perflint.graph.load import load_traces
-    from perflint.metrics.counter_table import COUNTER_TABLE_COLUMNS
+    from perflint.listings import TABLE_COLUMNS, kernel_columns, kernel_table, table_columns
+    from perflint.metrics.counter_listing import COUNTER_TABLE_COLUMNS
     from perflint.op_view import DEFAULT_COLUMNS as VIEW_DEFAULTS
     from perflint.op_view import VIEW_COLUMNS, op_view, sort_rows
-    from perflint.tables import TABLE_COLUMNS, kernel_columns, kernel_table, table_columns
 
     ops = args.command == "ops"
     if args.width is not None and args.width < 20:
