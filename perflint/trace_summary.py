@@ -162,6 +162,9 @@ def window_summary(m: StepModel) -> dict[str, Any]:
         "end_us": _r(w.end_us),
         "us": _r(w.us),
         "steps": [{"step": s.number, "start_us": _r(s.lo), "end_us": _r(s.hi), "us": _r(s.us)} for s in w.steps] if w.has_steps else [],
+        # First and last step the op and kernel events cover where the step markers run longer:
+        # `steps` (the op-level numbers' steps) are those; the step count and median cover all.
+        "op_steps": list(w.covered) if w.covered else None,
     }
 
 
@@ -218,7 +221,7 @@ def _summarize(trace: Trace, include_edge_steps: bool) -> dict[str, Any]:
             "compute_capability": dev.cc_str if dev and dev.vendor == "nvidia" else None,
         },
         "steps": {
-            "count": len(m.steps) if m.window.has_steps else 0,
+            "count": len(m.window.timed_steps) if m.window.has_steps else 0,
             "median_us": _r(m.median_step_us),
             "excluded_edges": m.window.edges_excluded,
         },

@@ -46,6 +46,7 @@ TYPES: dict[str, str] = {
     "cur_median": "number",
     "cur_n": "integer",
     "dataloader_calls": "integer",
+    "dataloader_steps": "integer",
     "dataloader_in_main_process": "bool",
     "delay_outliers": "integer",
     "delta": "number",

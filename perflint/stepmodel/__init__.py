@@ -85,7 +85,8 @@ class StepModel:
 
     @property
     def median_step_us(self) -> float | None:
-        durs = [s.us for s in self.steps]
+        """Median step time over every step marker (also where the op events cover fewer)."""
+        durs = [s.us for s in self.window.timed_steps]
         return float(np_median(durs)) if durs and self.window.has_steps else None
 
     @cached_property
