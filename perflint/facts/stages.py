@@ -4,7 +4,9 @@ In pipeline parallelism every micro-batch passes through every stage, so the slo
 the pace and the others wait for it (the pipeline's bubbles grow). A stage's load is the compute
 (non-communication) kernel time per step of its ranks (their mean); the stages are compared with
 the fastest one. Which stage a rank runs comes from the trace (`Trace.meta["pipeline_stage"]`,
-set by readers whose format records it, e.g. MindSpore's cluster analysis file name).
+set by readers whose format records it, e.g. MindSpore's cluster analysis file name). Where the
+ranks record their floating-point operations (MindSpore's flops_summary), each stage's excess over
+the stages' mean is given too: the measure MindInsight's parallel proposer flags above 20%.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ FIELDS = {
     "stage": "pipeline stage (0 = first)",
     "stages": "pipeline stages of the run",
     "ranks": "ranks running this stage",
+    "stage_ranks": "the ranks running this stage, in words ('2, 3')",
     "path": "the run (the directory or the first rank's trace)",
     "steps": "fewest analysis steps among the stage's ranks",
     "compute_us": "compute (non-communication) kernel time per step of the stage: mean over its ranks",
@@ -81,6 +84,7 @@ def stages(rank_rows: list[Row]) -> list[Row]:
                     "stage": s,
                     "stages": len(by_stage),
                     "ranks": len(ms),
+                    "stage_ranks": ", ".join(str(r) for r in sorted(int(m["rank"]) for m in ms)),
                     "path": run,
                     "steps": min(int(m.get("steps") or 0) for m in ms),
                     "compute_us": load[s],

@@ -77,7 +77,7 @@ def device_trace(path: str, d: DeviceFiles, use: str, rank: int | None, world: i
             meta["op_steps"] = [steps.number[keep[0]], steps.number[keep[-1]]] if keep else []
             what = f"steps {steps.number[keep[0]]}-{steps.number[keep[-1]]}" if keep else "none"
             warnings.append(PARTIAL_TIMELINE.format(what=what, n=len(steps.number)))
-    phases: dict[str, list[float]] = {"iteration_interval_us": [], "fp_bp_us": [], "tail_us": []}
+    phases: dict[str, list[float]] = {"step": [float(n) for n in steps.number], "iteration_interval_us": [], "fp_bp_us": [], "tail_us": []}
     for i, (a, b) in enumerate(zip(steps.start, steps.end)):
         cols.op(f"ProfilerStep#{steps.number[i]}", STEP_THREAD, a, b - a, annotation=True)
         wait = steps.interval_us(i)
