@@ -120,6 +120,7 @@ TYPES: dict[str, str] = {
     "tensor_pipe_inst": "number",
     "threads_per_block": "integer",
     "tiles": "integer",
+    "timed_steps": "integer",
     "top_launch_ops": "list",
     "top_ops": "list",
     "warp_size": "integer",
