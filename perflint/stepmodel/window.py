@@ -102,6 +102,11 @@ class Window:
         """The steps step time is measured over: every step marker's (less the edges)."""
         return self.timed or self.steps
 
+    @property
+    def timed_us(self) -> float:
+        """Those steps' windows added up: the time step-level numbers cover (`us` where the same)."""
+        return float(sum(s.us for s in self.timed)) if self.timed else self.us
+
     def describe(self) -> str:
         if not self.steps:
             return "nothing recorded"

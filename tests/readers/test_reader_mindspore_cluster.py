@@ -248,3 +248,26 @@ def test_step_phases_cover_every_step_and_agree_with_the_step_traces_average_row
     for key, col in (("iteration_interval_us", "iteration_interval"), ("fp_bp_us", "fp_and_bp"), ("tail_us", "tail")):
         assert ph[key] == pytest.approx(statistics.mean(int(r[col]) for r in steps[1:-1]) / 100, abs=0.001)
         assert ph[key] == pytest.approx(int(avg[col]) / 100, rel=1e-3)
+
+
+def test_stragglers_without_stages_from_the_cluster_analysis(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The same files named as a data-parallel run: one set of four ranks, compared by their
+    computation per step (equal step times hide the slow ranks inside communication)."""
+    run = tmp_path / "run"
+    shutil.copytree(PIPE, run)
+    for f in run.glob("ascend_cluster_analyse_*.csv"):
+        f.rename(run / f.name.replace("pipeline-parallel_2_4", "data-parallel_1_4"))
+    doc = _check(run, "STRAG001,STAGE001", capsys)
+    found = {f["subject"]["rank"]: f["evidence"] for f in doc["run_findings"] if f["code"] == "STRAG001"}
+    # Ranks 2 and 3 compute 80 ms per step; the median of each one's three peers is 10 ms.
+    assert sorted(found) == [2, 3]
+    assert found[2]["compute_us"] == pytest.approx(80_000.0) and found[2]["peer_compute_us"] == pytest.approx(10_000.0)
+    assert {s["code"]: s["status"] for s in doc["run_statuses"]}["STAGE001"] == "skipped"
+
+
+def test_a_step_level_finding_is_capped_by_every_step_not_the_op_timelines(capsys: pytest.CaptureFixture[str]) -> None:
+    """DATA001's impact (8.2 ms x 38 steps) is below the 38 steps' time: nothing cuts it to the
+    three steps (60 ms) the op timeline covers."""
+    doc = _check(LONG, "DATA001", capsys)
+    (f,) = doc["traces"][0]["findings"]
+    assert f["impact_us"] == pytest.approx(8200.0 * 38) and "impact_uncapped_us" not in f["evidence"]

@@ -124,7 +124,8 @@ def _breakdown(path: str, steps: StepTrace, pipeline: bool) -> tuple[dict[str, A
 
 NO_TIMELINE = (
     "no op timeline (output_timeline_data_{dev}.txt, timeline_display_{dev}.json or gpu_timeline_display_{dev}.json): "
-    "steps, communication and the cluster analysis are read; rules that need kernels are skipped"
+    "steps and communication come from the step trace, compute per step from the cluster analysis where present; "
+    "rules that need kernels are skipped"
 )
 PARTIAL_TIMELINE = (
     "the op timeline covers {what} of the {n} steps the step trace records: op-level numbers (kernels, GPU busy, "
