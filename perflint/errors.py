@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 # The problem of a run whose paths all were excluded: not an unreadable trace, and counted apart.
 NOTHING_TO_CHECK = "nothing to check"
 
@@ -20,6 +22,16 @@ class PerflintError(Exception):
 
 class InputError(PerflintError):
     """A trace that cannot be read: truncated, corrupt, wrong format, missing fields."""
+
+
+class PartialRead(InputError):
+    """Some traces (ranks) of one input could not be read: `errors` says why, one line each, and
+    `traces` holds those that were, which are still checked."""
+
+    def __init__(self, errors: list[InputError], traces: list[Any]) -> None:
+        super().__init__(errors[0].source, errors[0].problem)
+        self.errors = errors
+        self.traces = traces
 
 
 class NotATrace(InputError):

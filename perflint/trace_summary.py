@@ -130,13 +130,16 @@ def null_reasons(trace: Trace, out: dict[str, Any]) -> list[str]:
     group, unless a reader's warning already names the key."""
     said = " ".join(trace.warnings)
     kernels = bool(out["kernels"]["count"])
+    comm_only = kernels and not any(v["time_us"] for c, v in out["kernels"]["by_category"].items() if c != "communication")
     reasons: list[tuple[str, bool, str]] = [
         ("device.name", out["device"]["name"] is None, f"the trace has no {trace.recorded('device')}: device.* are null"),
         ("steps.median_us", out["steps"]["median_us"] is None, f"the trace has no {trace.recorded('steps')}: steps.median_us and steps.breakdown are null"),
         (
             "gpu.utilization_pct",
             kernels and out["gpu"]["utilization_pct"] is None,
-            "no step or CPU-op window to measure the GPU's busy time in: gpu.utilization_pct is null",
+            "the trace records only communication, no compute kernels (no kernel or op timeline): gpu.utilization_pct and temporal.* are null"
+            if comm_only
+            else "no step or CPU-op window to measure the GPU's busy time in: gpu.utilization_pct is null",
         ),
         (
             "gpu.sm_efficiency_pct",
@@ -152,6 +155,23 @@ def null_reasons(trace: Trace, out: dict[str, Any]) -> list[str]:
     return [why for key, null, why in reasons if null and key.split(".")[-1] not in said]
 
 
+# The phases of a step where the format records them (MindSpore's step trace).
+PHASES = ("iteration_interval_us", "fp_bp_us", "tail_us")
+
+
+def _phases(trace: Trace, m: StepModel) -> dict[str, Any]:
+    """{'phases': mean per phase over the analysis steps the step time covers} where the trace
+    records its steps' phases (`meta["step_phases"]`), else nothing."""
+    ph = trace.meta.get("step_phases")
+    if not isinstance(ph, dict) or "step" not in ph or not m.window.has_steps:
+        return {}
+    at = {int(n): i for i, n in enumerate(ph["step"])}
+    idx = [at[s.number] for s in m.window.timed_steps if s.number is not None and s.number in at]
+    if not idx:
+        return {}
+    return {"phases": {"steps": len(idx), **{k: _r(float(np.mean([ph[k][i] for i in idx]))) for k in PHASES}}}
+
+
 def window_summary(m: StepModel) -> dict[str, Any]:
     """The analysis window as `summary --format json` gives it under step_model.window."""
     w = m.window
@@ -162,6 +182,9 @@ def window_summary(m: StepModel) -> dict[str, Any]:
         "end_us": _r(w.end_us),
         "us": _r(w.us),
         "steps": [{"step": s.number, "start_us": _r(s.lo), "end_us": _r(s.hi), "us": _r(s.us)} for s in w.steps] if w.has_steps else [],
+        # First and last step the op and kernel events cover where the step markers run longer:
+        # `steps` (the op-level numbers' steps) are those; the step count and median cover all.
+        "op_steps": list(w.covered) if w.covered else None,
     }
 
 
@@ -218,9 +241,10 @@ def _summarize(trace: Trace, include_edge_steps: bool) -> dict[str, Any]:
             "compute_capability": dev.cc_str if dev and dev.vendor == "nvidia" else None,
         },
         "steps": {
-            "count": len(m.steps) if m.window.has_steps else 0,
+            "count": len(m.window.timed_steps) if m.window.has_steps else 0,
             "median_us": _r(m.median_step_us),
             "excluded_edges": m.window.edges_excluded,
+            **_phases(trace, m),
         },
         "gpu": {k: _r(v) for k, v in gpu.items()},
         "temporal": {k: _r(v) for k, v in m.temporal().items()},

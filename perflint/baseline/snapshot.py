@@ -64,7 +64,7 @@ def trace_snapshot(ctx: Context) -> Snapshot:
     step_idx = step_at(t, m.window, launch_ts(t)) if n else np.full(len(g), -1)
     usage = m.usage if n else ()
     samples: dict[str, list[float]] = {
-        "step_time_us": [s.us for s in m.steps] if n else [],
+        "step_time_us": [s.us for s in m.window.timed_steps] if n else [],  # every step marker's
         "gpu_busy_pct": [u.busy_pct or 0.0 for u in usage],
         "kernels_per_step": [float(u.kernel_count) for u in usage],
         "launches_per_step": [],

@@ -216,10 +216,11 @@ def evaluated(
 
 
 def analysed_window_us(ctx: Context) -> float | None:
-    """The time a finding's fix can win at most: the analysis window (the step model's)."""
-    from perflint.facts._common import window_us
+    """The time a finding's fix can win at most: the analysis window (the step model's), every
+    step marker's where step-level numbers cover more steps than the op events (MindSpore)."""
+    from perflint.facts._common import model
 
-    return window_us(ctx)
+    return model(ctx).window.timed_us or None
 
 
 def _cap_impacts(found: list[Finding], window: float | None) -> None:

@@ -42,3 +42,9 @@ def step_windows(ctx: Context) -> list[tuple[float, float]]:
     """The analysis window's steps as (start, end) pairs (the step model's: perflint.stepmodel;
     the whole trace is one window without steps)."""
     return [(s.lo, s.hi) for s in model(ctx).steps]
+
+
+def timed_windows(ctx: Context) -> list[tuple[float, float]]:
+    """Every step marker's window (less the edges): the steps step-level numbers (time, data wait)
+    cover, also where the op and kernel events cover fewer than `step_windows`."""
+    return [(s.lo, s.hi) for s in model(ctx).window.timed_steps]

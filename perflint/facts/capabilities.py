@@ -7,12 +7,22 @@ from collections.abc import Callable
 import numpy as np
 
 from perflint.facts import capability
+from perflint.metrics.kernel_classes import CAT_INDEX, classify
 from perflint.model import KERNEL, MEMCPY, NONE, Trace
 
+_COMM = CAT_INDEX["communication"]
 
-@capability("gpu_kernels", "the trace has GPU kernel events")
+
+@capability("gpu_kernels", "the trace has GPU kernel events (besides communication)")
 def _gpu_kernels(t: Trace) -> str | None:
-    return None if (t.gpu.kind == KERNEL).any() else "the trace has no GPU kernel events (CPU-only trace?)"
+    if not (t.gpu.kind == KERNEL).any():
+        return "the trace has no GPU kernel events (CPU-only trace?)"
+    cat = classify(t).category
+    if not _any_kernel(t, lambda sl: cat[sl] != _COMM):
+        # Only the collectives' spans (a step trace's without its op timeline): device busy time,
+        # kernels and launches are unknown, not idle.
+        return "the trace records only communication, no compute kernels (no kernel or op timeline)"
+    return None
 
 
 @capability("steps", "the trace has step markers (ProfilerStep#N or the format's equivalent)")

@@ -13,6 +13,11 @@ spans and nothing is counted as hiding it (`comm_source` says which).
 - comm_overlap_pct: |comm ∩ compute| / |comm|, as HTA's get_comm_comp_overlap computes it
   (compute = kernels that are not communication, memcpy or memset).
 
+Where a trace has no compute kernels but its profiler measured each step's compute and the
+communication nothing overlapped (MindSpore's cluster analysis, `meta["step_breakdown"]`), those
+give compute_us and comm_exposed_*, and communication time is the union of the recorded
+communication spans per step (`breakdown_source` says so).
+
 Fields are added to the `trace` scope (one row per trace / rank). `compute_time_us` (kernel
 time that is not communication) is there too: the straggler rule compares it across ranks,
 because fast ranks spend their wait for the slow one inside the collectives.
@@ -25,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from perflint.facts import Context, Row, capability, enricher
-from perflint.facts._common import kernel_op, op_info, window_mask
+from perflint.facts._common import kernel_op, model, op_info, window_mask
 from perflint.facts._spans import EMPTY, Spans, length, spans, step_windows, union
 from perflint.graph.names import ops_named
 from perflint.metrics.kernel_classes import CAT_INDEX, classify
@@ -45,6 +50,8 @@ FIELDS = {
     "comm_source": "'host' when the collectives ran on the CPU (gloo spans), null for NCCL/RCCL kernels",
     "comm_traffic": "what the communication is for, by the collective with the most kernel time: expert_parallel (all-to-all: MoE experts, sharded embeddings), tensor_parallel (all-reduce on forward ops), data_parallel, pipeline (send/recv), other",
     "comm_advice": "the fix for that traffic, in words",
+    "breakdown_source": "where compute and exposed communication come from when the trace has no compute kernels: "
+    "the profiler's own per-step breakdown (MindSpore's cluster analysis); null when kernels give them",
 }
 
 _HOST_COLLECTIVE = ("gloo:",)
@@ -66,9 +73,9 @@ def _is_host_collective(name: str) -> bool:
     return name.startswith(_HOST_COLLECTIVE)
 
 
-@capability("communication", "the trace has communication (NCCL/RCCL kernels or gloo collectives)")
+@capability("communication", "the trace has communication (NCCL/RCCL kernels, gloo collectives, or a profiler's per-step communication)")
 def _has_comm(t: Trace) -> str | None:
-    if comm_mask(t).any() or len(host_collectives(t)):
+    if comm_mask(t).any() or len(host_collectives(t)) or any(v > 0 for v in _breakdown(t).get("comm_exposed_us", ())):
         return None
     if t.world_size is not None and t.world_size > 1:
         # A rank of a larger job: its communication ran in kernels perflint does not know as
@@ -108,6 +115,8 @@ def comm_numbers(ctx: Context) -> dict[str, Any]:
     # compute time per step for rank comparisons: kernels launched in the analysis steps
     compute_win = window_mask(ctx) & kern & ~comm
     n_steps = len(ctx.steps)
+    if _breakdown(t) and not (kern & ~comm).any():
+        return _recorded_numbers(ctx, out, comm)
     compute_time = float(g.dur[compute_win].sum())
     out["compute_time_us"] = compute_time
     out["compute_us"] = compute_time / n_steps if n_steps else compute_time
@@ -152,7 +161,7 @@ _KINDS = (
     ("all_reduce", ("allreduce",)),
     ("reduce_scatter", ("reducescatter",)),
     ("all_gather", ("allgather",)),
-    ("send_recv", ("sendrecv", "send", "recv")),
+    ("send_recv", ("sendrecv", "send", "recv", "receive")),
     ("broadcast", ("broadcast", "bcast")),
 )
 
@@ -233,6 +242,46 @@ ADVICE = {
         "with independent compute, and use the fastest transport (NCCL/RCCL over NVLink/InfiniBand)."
     ),
 }
+
+
+def _breakdown(t: Trace) -> dict[str, Any]:
+    """What the trace's profiler measured per step where it recorded no kernel timeline
+    (`meta["step_breakdown"]`: 'step', 'compute_us', 'comm_exposed_us' lists and its 'source')."""
+    got = t.meta.get("step_breakdown")
+    return got if isinstance(got, dict) else {}
+
+
+def _recorded_numbers(ctx: Context, out: dict[str, Any], comm: np.ndarray) -> dict[str, Any]:
+    """The profiler's per-step compute and exposed communication over the analysis steps, for a
+    trace without compute kernels. Communication time per step is the union of the
+    communication spans in it, never less than the exposed part (the spans may be missing)."""
+    t = ctx.trace
+    bd = _breakdown(t)
+    at = {int(n): i for i, n in enumerate(bd.get("step", ()))}
+    wins = [(s.lo, s.hi, at[s.number]) for s in model(ctx).steps if s.number is not None and s.number in at]
+    if not wins:
+        return out
+    g = t.gpu
+    cs = _spans_of(t, comm)
+    exposed = [float(bd["comm_exposed_us"][i]) for _, _, i in wins]
+    comm_per = [max(length(cs, lo, hi), e) for (lo, hi, _), e in zip(wins, exposed)]
+    n, total = float(len(wins)), sum(hi - lo for lo, hi, _ in wins)
+    comm_time, exposed_time = sum(comm_per), sum(exposed)
+    compute_time = sum(float(bd["compute_us"][i]) for _, _, i in wins)
+    live = comm & (g.ts < wins[-1][1]) & (g.ts + g.dur > wins[0][0])
+    names = sorted({t.s(int(c)) for c in g.collective[live].tolist() if c >= 0})
+    out.update(
+        compute_time_us=compute_time, compute_us=compute_time / n, comm_kernels=int(live.sum()),
+        comm_time_us=comm_time, comm_us=comm_time / n, comm_exposed_us=exposed_time / n,
+        comm_pct=100.0 * comm_time / total if total > 0 else None,
+        comm_exposed_pct=100.0 * exposed_time / total if total > 0 else None,
+        comm_overlap_pct=100.0 * (comm_time - exposed_time) / comm_time if comm_time > 0 else None,
+        collectives=", ".join(names) if names else None, breakdown_source=bd.get("source"),
+    )  # fmt: skip
+    if comm_time > 0:
+        out["comm_traffic"] = _traffic(ctx, np.flatnonzero(live))
+        out["comm_advice"] = ADVICE[out["comm_traffic"]]
+    return out
 
 
 def _host_numbers(ctx: Context, out: dict[str, Any]) -> dict[str, Any]:

@@ -5,7 +5,9 @@ memcpy, memset, (communication), runtime, then DataLoader — the spans of the o
 `enumerate(DataLoader)#<Iter>.__next__` (and `enumerate(DataPipe)#...`). So "DataLoader time"
 is the time the main process waits in `__next__` while the device and the launch path are
 idle: the exposed loading cost. Its recommendation fires above 5% of the step. Steps are timed
-as the plugin times them (extended to the end of the GPU work they launched, see `step_windows`).
+as the plugin times them (extended to the end of the GPU work they launched), over every step
+marker (`timed_windows`: the data wait is a step-level number, also where a format's op timeline
+covers fewer steps).
 
 Fields are added to the `trace` scope (one row per trace / rank).
 """
@@ -17,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from perflint.facts import Context, Row, capability, enricher
-from perflint.facts._spans import EMPTY, Spans, length, overlap, spans, step_windows, union
+from perflint.facts._spans import EMPTY, Spans, length, overlap, spans, timed_windows, union
 from perflint.graph.names import dataloader_ops
 from perflint.metrics.stats import np_median
 from perflint.model import DATA_WAIT_PREFIX, GPU_SYNC, Trace
@@ -29,6 +31,7 @@ FIELDS = {
     "dataloader_wall_pct": "median share of the step spent inside DataLoader __next__, overlapped or not, %",
     "dataloader_wall_us": "median time per analysis step inside DataLoader __next__ (us)",
     "dataloader_calls": "DataLoader __next__ calls that start in the analysis steps",
+    "dataloader_steps": "steps the data-loader numbers cover: every step marker's (also where a format's op timeline covers fewer)",
     "data_queue_min_usage_pct": "lowest output-queue usage of the input pipeline's ops, % (MindSpore minddata; null when not recorded)",
     "dataloader_what": "what the data wait is: 'DataLoader __next__', or the wait a profiler recorded itself",
     "dataloader_in_main_process": "the DataLoader loads in the main process (num_workers=0: its iterator is _SingleProcessDataLoaderIter); false with worker processes, null when the trace does not say",
@@ -67,7 +70,8 @@ def dataloader_numbers(ctx: Context) -> dict[str, Any]:
     wall, exposed, wall_pct, exposed_pct = [], [], [], []
     calls = 0
     both = union(dl, busy) if len(dl[0]) and len(busy[0]) else None  # once, not once per step
-    for lo, hi in step_windows(ctx):
+    wins = timed_windows(ctx)
+    for lo, hi in wins:
         w = length(dl, lo, hi)
         e = max(0.0, w - overlap(dl, busy, lo, hi, both))
         wall.append(w)
@@ -86,6 +90,7 @@ def dataloader_numbers(ctx: Context) -> dict[str, Any]:
         "dataloader_wall_pct": float(np_median(wall_pct)),
         "dataloader_wall_us": float(np_median(wall)),
         "dataloader_calls": calls,
+        "dataloader_steps": len(wins),
         "dataloader_in_main_process": main,
         "dataloader_cause": None if main is None else "num_workers=0: batches are loaded in the main process" if main else "the worker processes do not keep up",
     }

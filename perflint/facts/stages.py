@@ -4,7 +4,9 @@ In pipeline parallelism every micro-batch passes through every stage, so the slo
 the pace and the others wait for it (the pipeline's bubbles grow). A stage's load is the compute
 (non-communication) kernel time per step of its ranks (their mean); the stages are compared with
 the fastest one. Which stage a rank runs comes from the trace (`Trace.meta["pipeline_stage"]`,
-set by readers whose format records it, e.g. MindSpore's cluster analysis file name).
+set by readers whose format records it, e.g. MindSpore's cluster analysis file name). Where the
+ranks record their floating-point operations (MindSpore's flops_summary), each stage's excess over
+the stages' mean is given too: the measure MindInsight's parallel proposer flags above 20%.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ FIELDS = {
     "stage": "pipeline stage (0 = first)",
     "stages": "pipeline stages of the run",
     "ranks": "ranks running this stage",
+    "stage_ranks": "the ranks running this stage, in words ('2, 3')",
     "path": "the run (the directory or the first rank's trace)",
     "steps": "fewest analysis steps among the stage's ranks",
     "compute_us": "compute (non-communication) kernel time per step of the stage: mean over its ranks",
@@ -27,6 +30,8 @@ FIELDS = {
     "imbalance_pct": "compute_us over fastest_compute_us, %",
     "slowest": "this stage has the most compute per step (it sets the pipeline's pace)",
     "excess_us": "compute per step over the stages' mean: what balancing the stages could win per step",
+    "flops": "floating-point operations of the stage's ranks (their mean), where every rank's trace records them",
+    "flops_excess_pct": "flops over the stages' mean, % (MindInsight's parallel proposer flags a stage above 20%)",
 }
 
 
@@ -35,11 +40,12 @@ FIELDS = {
     fields={
         "pipeline_stage": "pipeline stage of the rank, when the trace records it",
         "pipeline_stages": "pipeline stages of the run, when the trace records them",
+        "flops": "floating-point operations the rank ran over the profile, when the trace records them (MindSpore's flops_summary)",
     },
 )
 def _stage(ctx: Context, row: Row) -> Row:
     meta = ctx.trace.meta
-    return {"pipeline_stage": meta.get("pipeline_stage"), "pipeline_stages": meta.get("pipeline_stages")}
+    return {"pipeline_stage": meta.get("pipeline_stage"), "pipeline_stages": meta.get("pipeline_stages"), "flops": _num(meta.get("flops"))}
 
 
 def _num(x: Any) -> float | None:
@@ -67,6 +73,8 @@ def stages(rank_rows: list[Row]) -> list[Row]:
         fastest = min(load, key=lambda s: (load[s], s))
         slowest = max(load, key=lambda s: (load[s], -s))
         mean = sum(load.values()) / len(load)
+        flops = _flops(by_stage)
+        flops_mean = sum(flops.values()) / len(flops) if flops else 0.0
         run = sorted(str(m.get("path")) for m in members)[0]
         for s in sorted(by_stage):
             ms = by_stage[s]
@@ -76,6 +84,7 @@ def stages(rank_rows: list[Row]) -> list[Row]:
                     "stage": s,
                     "stages": len(by_stage),
                     "ranks": len(ms),
+                    "stage_ranks": ", ".join(str(r) for r in sorted(int(m["rank"]) for m in ms)),
                     "path": run,
                     "steps": min(int(m.get("steps") or 0) for m in ms),
                     "compute_us": load[s],
@@ -85,6 +94,16 @@ def stages(rank_rows: list[Row]) -> list[Row]:
                     "imbalance_pct": 100.0 * (load[s] / fast - 1.0) if fast > 0 else None,
                     "slowest": s == slowest,
                     "excess_us": load[s] - mean,
+                    "flops": flops.get(s),
+                    "flops_excess_pct": 100.0 * (flops[s] / flops_mean - 1.0) if flops and flops_mean > 0 else None,
                 }
             )
     return out
+
+
+def _flops(by_stage: dict[int, list[Row]]) -> dict[int, float]:
+    """Each stage's FLOPs, the mean over its ranks, where every rank records them (else none)."""
+    got = {s: [_num(m.get("flops")) for m in ms] for s, ms in by_stage.items()}
+    if any(v is None for vs in got.values() for v in vs):
+        return {}
+    return {s: sum(v for v in vs if v is not None) / len(vs) for s, vs in got.items()}

@@ -11,10 +11,27 @@ from perflint.model import NONE, Step, Trace
 
 def analysis_steps(trace: Trace, include_edges: bool = False) -> list[Step]:
     """The steps rules and summaries use: warm-up (first) and last step dropped, as HTA does.
+    Where the trace's op and kernel events cover only some of its steps (`meta["op_steps"]`: the
+    first and last step they cover; MindSpore's step trace outlives its op timeline), those
+    steps: a step the timeline missed is not an idle one. Step time and its phases use
+    `timed_steps`.
 
     With two steps or fewer nothing would be left, so all are kept.
     """
     steps = trace.steps
+    covered = trace.meta.get("op_steps")
+    if covered is not None:
+        steps = [s for s in steps if len(covered) == 2 and covered[0] <= s.number <= covered[1]]
+    return _without_edges(steps, include_edges)
+
+
+def timed_steps(trace: Trace, include_edges: bool = False) -> list[Step]:
+    """The steps step time and its phases use: every step marker (less the edges), also where
+    the op and kernel events cover fewer (`analysis_steps`)."""
+    return _without_edges(trace.steps, include_edges)
+
+
+def _without_edges(steps: list[Step], include_edges: bool) -> list[Step]:
     if include_edges or len(steps) <= 2:
         return list(steps)
     return list(steps[1:-1])

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from perflint.model import Trace
-from perflint.pipeline.work import Outcome, Work, apply, read_linked
+from perflint.pipeline.work import Outcome, Work, apply, read_errors, read_linked
 from perflint.readers import ReadOptions
 
 _GATE: Gate | None = None  # set just before the workers are forked: each inherits its run's gate
@@ -56,7 +56,7 @@ class Gate:
 def _read_then_run(args: Work) -> list[Outcome]:
     path, fmt, _, options = args
     read = read_linked(path, fmt, options)
-    if read.error is not None:
+    if read.result is None:
         return [read]
     gate = _GATE
     assert gate is not None
@@ -64,7 +64,7 @@ def _read_then_run(args: Work) -> list[Outcome]:
     if fn is None:
         return [Outcome(path, error=f"{path}: not analysed (the run stopped)")]
     traces, read.result = read.result, None
-    return apply(path, traces, fn)
+    return read_errors(read) + apply(path, traces, fn)
 
 
 class RankPool:

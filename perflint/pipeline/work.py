@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from perflint.errors import NotATrace, PerflintError
+from perflint.errors import NotATrace, PartialRead, PerflintError
 from perflint.graph.build import link
 from perflint.model import Trace
 from perflint.readers import PendingRead, ReadOptions, read_traces
@@ -46,8 +46,26 @@ def guarded(path: str, work: Callable[[], Any]) -> Outcome:
 
 def read_linked(path: str, fmt: str | None, options: ReadOptions, pending: PendingRead | None = None) -> Outcome:
     """The traces in `path` (one per rank), read and linked, as an Outcome whose result is
-    their list; `pending`: the read, already begun."""
-    return guarded(path, lambda: [link(t) for t in (pending.result() if pending is not None else read_traces(path, fmt, options))])
+    their list; `pending`: the read, already begun. Where only some ranks could be read, the
+    result holds those and the error the others' lines (see `read_outcomes`)."""
+
+    def read() -> list[Trace]:
+        try:
+            return [link(t) for t in (pending.result() if pending is not None else read_traces(path, fmt, options))]
+        except PartialRead as exc:
+            partial.extend(exc.errors)
+            return [link(t) for t in exc.traces]
+
+    partial: list[PerflintError] = []
+    got = guarded(path, read)
+    if partial and got.error is None:
+        got.error = "\n".join(e.line() for e in partial)
+    return got
+
+
+def read_errors(read: Outcome) -> list[Outcome]:
+    """The error outcomes of a read: one per line (a rank that could not be read)."""
+    return [Outcome(read.path, error=line) for line in (read.error or "").splitlines() if line]
 
 
 def apply(path: str, traces: list[Trace], fn: Callable[[Trace], Any]) -> list[Outcome]:
@@ -66,10 +84,10 @@ def run_one(args: Work, pending: PendingRead | None = None) -> list[Outcome]:
     """One file's outcomes: one per trace in it, or its one error."""
     path, fmt, fn, options = args
     read = read_linked(path, fmt, options, pending)
-    if read.error is not None:
+    if read.result is None:
         return [read]
     traces, read.result = read.result, None
-    return apply(path, traces, fn)
+    return read_errors(read) + apply(path, traces, fn)
 
 
-__all__ = ["Outcome", "Work", "apply", "guarded", "read_linked", "run_one"]
+__all__ = ["Outcome", "Work", "apply", "guarded", "read_errors", "read_linked", "run_one"]

@@ -122,6 +122,10 @@ def _memory(m: dict[str, Any] | None) -> list[str]:
     return out
 
 
+# The step phases a format records (MindSpore's step trace), in its words.
+_PHASES = {"iteration_interval_us": "iteration interval", "fp_bp_us": "FP+BP", "tail_us": "tail"}
+
+
 def render_summary(t: dict[str, Any]) -> str:
     dev = t["device"]
     lines = [f"== {t['path']}" + (f" [rank {t['rank']}]" if t["rank"] is not None else "")]
@@ -137,6 +141,9 @@ def render_summary(t: dict[str, Any]) -> str:
     if st["count"] or window.get("kind") != "whole":
         note = " (first and last excluded)" if st["excluded_edges"] else ""
         lines.append(f"Steps           {st['count']}{note}, median {_us(st['median_us'])}")
+        if st.get("phases"):
+            ph = st["phases"]
+            lines.append("Step phases     mean " + " · ".join(f"{label} {_us(ph[k])}" for k, label in _PHASES.items() if k in ph))
     else:
         lines.append(f"Window          {_us(window.get('us'))}: {window.get('source')}")
     sm = t.get("step_model") or {}

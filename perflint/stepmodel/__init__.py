@@ -10,9 +10,9 @@ from functools import cached_property
 
 import numpy as np
 
-from perflint.metrics.kernel_classes import CATEGORIES
+from perflint.metrics.kernel_classes import CATEGORIES, classify
 from perflint.metrics.stats import np_median
-from perflint.model import Trace
+from perflint.model import GPU_SYNC, KERNEL, Trace
 from perflint.stepmodel.critical import BOUND, Pieces, attribution, critical_path, lane_activity, recorded_attribution
 from perflint.stepmodel.simulate import ANCHORED_MAX, BlockReplay, anchored_note, block_graph, replay_graph, too_big, why_off
 from perflint.stepmodel.usage import DeviceSpans, StepUsage, device_spans, step_usage
@@ -66,7 +66,17 @@ class StepModel:
 
     @property
     def has_gpu(self) -> bool:
-        return bool(len(self.spans.work[0]))
+        """Whether the trace records what the device did: some GPU work besides communication. A
+        step trace's collective spans without the op timeline (MindSpore) leave the device's busy
+        time unknown, not idle."""
+        return bool(len(self.spans.work[0])) and self.records_compute
+
+    @cached_property
+    def records_compute(self) -> bool:
+        """Whether the trace has GPU work besides communication kernels (compute, copies)."""
+        g = self.trace.gpu
+        comm = classify(self.trace).category == CATEGORIES.index("communication")
+        return bool(((g.kind != GPU_SYNC) & ~((g.kind == KERNEL) & comm)).any())
 
     def temporal(self) -> dict[str, float | None]:
         """Idle, compute and non-compute (communication and copies that no compute kernel
@@ -85,7 +95,8 @@ class StepModel:
 
     @property
     def median_step_us(self) -> float | None:
-        durs = [s.us for s in self.steps]
+        """Median step time over every step marker (also where the op events cover fewer)."""
+        durs = [s.us for s in self.window.timed_steps]
         return float(np_median(durs)) if durs and self.window.has_steps else None
 
     @cached_property

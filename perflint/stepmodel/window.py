@@ -6,7 +6,9 @@ CPU span ends or the last GPU work it launched ends, whichever is later (a step 
 its kernels are); its end is cut to the last event the trace recorded (a step marker can outlast
 the events). That is the TensorBoard profiler plugin's device-side step time, which keeps time
 shares under 100% when the GPU runs far behind the CPU. The first (warm-up) and the last step are
-left out, as HTA does, unless the trace has two steps or fewer.
+left out, as HTA does, unless the trace has two steps or fewer. Where the op and kernel events
+cover fewer steps than the step markers (MindSpore's step trace outlives its op timeline), the
+analysed steps are those they cover, and step time is measured over every marker's window.
 
 Steps come from what each format records as its iteration marker: PyTorch's ProfilerStep#N
 annotations, NVTX ranges of that name in Nsight Systems and nvprof databases, and MindSpore's step
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from perflint.metrics.intervals import reduce_at
-from perflint.metrics.steps import analysis_steps, clipped, launch_ts, recorded_span, step_of
+from perflint.metrics.steps import analysis_steps, clipped, launch_ts, recorded_span, step_of, timed_steps
 from perflint.model import GPU_SYNC, NONE, Step, Trace
 from perflint.units import fmt_duration, plural
 
@@ -73,6 +75,10 @@ class Window:
     recorded_steps: int
     edges_excluded: bool
     markers: tuple[Step, ...] = ()  # the analysed steps' markers ('steps' only)
+    # Every step marker's window (edges left out as for `steps`) where the op and kernel events
+    # cover fewer steps than the markers: step time uses these. Empty: the same as `steps`.
+    timed: tuple[StepWindow, ...] = ()
+    covered: tuple[int, int] | None = None  # first and last step the op events cover, when fewer
 
     @property
     def start_us(self) -> float | None:
@@ -91,13 +97,24 @@ class Window:
     def has_steps(self) -> bool:
         return self.kind == "steps"
 
+    @property
+    def timed_steps(self) -> tuple[StepWindow, ...]:
+        """The steps step time is measured over: every step marker's (less the edges)."""
+        return self.timed or self.steps
+
+    @property
+    def timed_us(self) -> float:
+        """Those steps' windows added up: the time step-level numbers cover (`us` where the same)."""
+        return float(sum(s.us for s in self.timed)) if self.timed else self.us
+
     def describe(self) -> str:
         if not self.steps:
             return "nothing recorded"
         if not self.has_steps:
             return self.source
         edges = ", first and last left out" if self.edges_excluded else ""
-        return f"{len(self.steps)} of {plural(self.recorded_steps, 'step')} ({self.source}{edges})"
+        cover = f"; the op timeline covers steps {self.covered[0]}-{self.covered[1]}" if self.covered else ""
+        return f"{len(self.steps)} of {plural(self.recorded_steps, 'step')} ({self.source}{cover}{edges})"
 
 
 def device_work(t: Trace) -> np.ndarray:
@@ -126,6 +143,9 @@ def analysis_window(t: Trace, include_edges: bool = False) -> Window:
     steps = analysis_steps(t, include_edges)
     if not steps:
         return _whole(t)
+    timed = timed_steps(t, include_edges)
+    if len(timed) == len(steps):
+        timed = []
     g = t.gpu
     every = t.steps
     # The end of the GPU work each recorded step launched (on any device: the step waits for all).
@@ -135,17 +155,25 @@ def analysis_window(t: Trace, include_edges: bool = False) -> Window:
     if sel.any():
         reduce_at(np.maximum, dev_end, owner[sel], (g.ts + g.dur)[sel])
     wanted = {id(s) for s in steps}
+    also = {id(s) for s in timed}
     out: list[StepWindow] = []
+    out_timed: list[StepWindow] = []
     prev = every[0].ts
     for i, s in enumerate(every):
         lo = max(prev, s.ts)
         hi = max(s.end, float(dev_end[i]), lo)
         prev = hi
-        if id(s) in wanted:
+        if id(s) in wanted or id(s) in also:
             lo, hi = clipped(t, lo, hi)
-            out.append(StepWindow(s.number, lo, hi, s.ts, s.dur, int(t.ops.thread[s.op]) if s.op != NONE else NONE))
+            w = StepWindow(s.number, lo, hi, s.ts, s.dur, int(t.ops.thread[s.op]) if s.op != NONE else NONE)
+            if id(s) in wanted:
+                out.append(w)
+            if id(s) in also:
+                out_timed.append(w)
     source = STEP_SOURCES.get(t.format, "step markers")
-    return Window("steps", source, tuple(out), len(every), len(steps) != len(every), tuple(steps))
+    cover = t.meta.get("op_steps") if timed else None
+    covered = (int(cover[0]), int(cover[1])) if cover is not None and len(cover) == 2 else None
+    return Window("steps", source, tuple(out), len(every), len(steps) != len(every), tuple(steps), tuple(out_timed), covered)
 
 
 def _whole(t: Trace) -> Window:

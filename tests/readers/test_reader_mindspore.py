@@ -27,12 +27,15 @@ def _summary(*paths: str) -> dict:
     return json.loads(buf.getvalue())  # type: ignore[no-any-return]
 
 
-def _steps(path: Path, lo: float, hi: float) -> int:
-    """Steps of a step trace (10 ns units) that start inside [lo, hi) us, less the two edge steps."""
+def _step_rows(path: Path) -> list[dict[str, str]]:
     with open(path, newline="") as f:
-        rows = [r for r in csv.DictReader(f) if r["step_num"].isdigit()]
+        return [r for r in csv.DictReader(f) if r["step_num"].isdigit()]
+
+
+def _steps(path: Path, lo: float = -float("inf"), hi: float = float("inf")) -> int:
+    """Steps of a step trace (10 ns units) that start inside [lo, hi) us, less the two edge steps."""
     n = 0
-    for r in rows:
+    for r in _step_rows(path):
         a, b = int(r["start_point"]) / 100, int(r["end_point"]) / 100
         n += lo - 0.05 * (b - a) <= a < hi
     return max(n - 2, 0)
@@ -85,7 +88,11 @@ def test_ascend_summary_equals_the_csv_files() -> None:
                 if b > a > 0 and lo <= a <= hi:
                     kernels[c].append(b - a)
     (t,) = _summary(str(d))["traces"]
-    _close(_got(t), _expect(kernels, _steps(d / "step_trace_raw_1_detail_time.csv", lo, hi)))
+    steps = d / "step_trace_raw_1_detail_time.csv"
+    # Step time covers every step of the step trace; op-level numbers the steps the timeline covers.
+    _close(_got(t), _expect(kernels, _steps(steps)))
+    window = t["step_model"]["window"]
+    assert len(window["steps"]) == _steps(steps, lo, hi) and window["op_steps"] == [1, 15]
     assert any("322 steps" in w for w in t["warnings"])
 
 
@@ -189,4 +196,5 @@ def test_a_non_numeric_stream_id_in_an_ascend_timeline_is_one_line(capsys: pytes
     out, err = capsys.readouterr()
     assert code == 2 and "Traceback" not in err
     assert [ln for ln in err.splitlines() if "non-numeric Stream Id ('two')" in ln]
-    assert [t["rank"] for t in json.loads(out)["traces"]] == [0, 1]  # the other run is still checked
+    # The directory's GPU trace (rank None) and the other run are still checked.
+    assert [(Path(t["path"]).name, t["rank"]) for t in json.loads(out)["traces"]] == [("profiler", None), ("two_rank", 0), ("two_rank", 1)]

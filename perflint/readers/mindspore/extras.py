@@ -1,13 +1,12 @@
-"""The smaller MindSpore files: the data pipeline's queues and communication per step (hccl_raw)."""
+"""The data pipeline's queues (`minddata_pipeline_raw`)."""
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
 from perflint.errors import InputError
-from perflint.readers.mindspore.table import column, numbers, rows
+from perflint.readers.mindspore.table import column, rows
 
 
 def read_minddata(path: str) -> list[dict[str, Any]]:
@@ -29,23 +28,4 @@ def read_minddata(path: str) -> list[dict[str, Any]]:
         except ValueError:
             raise InputError(path, f"{os.path.basename(path)}: a non-numeric queue value in op {r[0]}") from None
     return out
-
-
-def read_hccl(path: str) -> dict[str, Any]:
-    """`hccl_raw_{rank}.csv`: communication cost and wait per step (ms, as MindInsight shows them)."""
-    header, data = rows(path, ("step_num", "communication_cost", "wait_cost"))
-    steps = [r for r in data if r and r[0].isdigit()]
-    cost = numbers(path, header, steps, "communication_cost")
-    wait = numbers(path, header, steps, "wait_cost")
-    ops: dict[str, float] = {}
-    if "communication_operator_cost" in header:
-        for text in column(path, header, steps, "communication_operator_cost"):
-            try:
-                per_op = json.loads(text) if text else {}
-            except ValueError:
-                raise InputError(path, f"{os.path.basename(path)}: communication_operator_cost is not JSON") from None
-            for name, v in per_op.items() if isinstance(per_op, dict) else ():
-                if isinstance(v, list) and len(v) > 1 and isinstance(v[1], (int, float)):
-                    ops[name] = ops.get(name, 0.0) + float(v[1])
-    return {"steps": [int(r[0]) for r in steps], "communication_ms": cost, "wait_ms": wait, "operators_ms": ops}
 

@@ -25,7 +25,8 @@ PATTERNS: dict[str, re.Pattern[str]] = {
     "aicore_type": re.compile(r"^aicore_intermediate_(\d+)_type\.csv$"),
     "aicore_detail": re.compile(r"^aicore_intermediate_(\d+)_detail\.csv$"),
     "hccl": re.compile(r"^hccl_raw_(\d+)\.csv$"),
-    "cluster": re.compile(r"^(?:ascend|gpu)_cluster_analyse_([a-z]+-parallel)_(\d+)_(\d+)_(\d+)\.csv$"),
+    "cluster": re.compile(r"^(ascend|gpu)_cluster_analyse_([a-z]+-parallel)_(\d+)_(\d+)_(\d+)\.csv$"),
+    "flops_summary": re.compile(r"^flops_summary_(\d+)\.json$"),
 }
 GPU_FAMILIES = ("gpu_timeline", "gpu_op_detail", "gpu_op_type", "gpu_activity")
 ASCEND_FAMILIES = ("ascend_timeline", "ascend_display", "framework", "aicore_type", "aicore_detail", "hccl")
@@ -43,6 +44,7 @@ HEADS: dict[str, bytes] = {
     "aicore_type": b"kernel_type,",
     "aicore_detail": b"full_kernel_name,",
     "hccl": b"step_num,communication_cost",
+    "cluster": b"computation_time,communication_alone_time",
     "gpu_timeline": b"[",
 }  # a bare `timeline_display_N.json` is too common a name to claim a directory by
 _PROF = re.compile(r"^PROF_[0-9A-Za-z_]+$")
@@ -57,10 +59,11 @@ class DeviceFiles:
     files: dict[str, str] = field(default_factory=dict)
     msprof: list[str] = field(default_factory=list)
     cluster: tuple[str, int, int] | None = None  # (parallel mode, stage count, rank count)
+    cluster_device: str | None = None  # 'ascend' or 'gpu': the cluster analysis file's prefix
 
     @property
     def kind(self) -> str:
-        if any(f in self.files for f in GPU_FAMILIES):
+        if any(f in self.files for f in GPU_FAMILIES) or self.cluster_device == "gpu":
             return "gpu"
         return "ascend"
 
@@ -129,6 +132,7 @@ def devices(path: str) -> list[DeviceFiles]:
         if fam == "cluster":
             m = PATTERNS["cluster"].match(name)
             assert m is not None
-            d.cluster = (m.group(1), int(m.group(2)), int(m.group(3)))
+            d.cluster = (m.group(2), int(m.group(3)), int(m.group(4)))
+            d.cluster_device = m.group(1)
         d.files[fam] = os.path.join(path, name)
     return [out[k] for k in sorted(out)]
