@@ -16,9 +16,10 @@ import numpy as np
 
 from perflint._version import __version__
 from perflint.baseline.identity import device_identity
-from perflint.facts import Context, load_all
+from perflint.facts import Context
 from perflint.facts._common import kernel_op, model
 from perflint.facts._optree import op_info
+from perflint.facts.builtin import load_all
 from perflint.ids import isin_ids
 from perflint.memo import once
 from perflint.metrics.kernel_classes import CATEGORIES

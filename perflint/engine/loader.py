@@ -15,7 +15,8 @@ import yaml
 from perflint.engine.message import placeholder_fields
 from perflint.engine.rule_core import ENGINE_FIELDS, RuleCore, RuleSchemaError, parse_rule
 from perflint.errors import RuleError
-from perflint.facts import RUN_SOURCES, SOURCES, fields_of, load_all
+from perflint.facts import REGISTRY
+from perflint.facts.builtin import load_all
 from perflint.yaml_lines import yaml_line
 
 # libyaml's loader parses ~10x faster than the pure-Python one; same safe tag set.
@@ -78,10 +79,10 @@ def _at_line(path: Path, problem: str) -> str:
 
 def check_rule_against_facts(path: Path, rule: RuleCore) -> None:
     load_all()
-    if rule.scope not in SOURCES and rule.scope not in RUN_SOURCES:
-        known = sorted([*SOURCES, *RUN_SOURCES])
+    if rule.scope not in REGISTRY.scopes():
+        known = sorted(REGISTRY.scopes())
         raise RuleError(str(path), f"key 'scope': unknown scope '{rule.scope}' (known: {', '.join(known)})")
-    fields = set(fields_of(rule.scope))
+    fields = set(REGISTRY.fields_of(rule.scope))
     clash = fields & set(rule.params)
     if clash:
         raise RuleError(str(path), f"key 'params': {', '.join(sorted(clash))} shadows a field of scope '{rule.scope}'")
@@ -100,12 +101,10 @@ def check_rule_against_facts(path: Path, rule: RuleCore) -> None:
     bad_measure = set(rule.measure) - fields
     if bad_measure:
         raise RuleError(str(path), f"key 'measure': unknown field(s) {', '.join(sorted(bad_measure))}")
-    from perflint.facts import CAPABILITIES
-
-    bad_req = set(rule.requires) - set(CAPABILITIES)
+    bad_req = set(rule.requires) - set(REGISTRY.capabilities)
     if bad_req:
         raise RuleError(
-            str(path), f"key 'requires': unknown capability {', '.join(sorted(bad_req))} (known: {', '.join(sorted(CAPABILITIES))})"
+            str(path), f"key 'requires': unknown capability {', '.join(sorted(bad_req))} (known: {', '.join(sorted(REGISTRY.capabilities))})"
         )
 
 

@@ -12,7 +12,8 @@ from perflint.engine.expr import Fn, compile_expr
 from perflint.engine.impacts import Pending, apply_step_impacts
 from perflint.engine.message import render
 from perflint.engine.rule_core import RuleCore
-from perflint.facts import RUN_EMPTY, RUN_SOURCES, SOURCES, Context, Row, load_all, missing, rows
+from perflint.facts import REGISTRY, Context, Row, missing, rows
+from perflint.facts.builtin import load_all
 from perflint.findings import SEVERITIES, Finding, RuleStatus, Severity, TraceResult
 from perflint.model import Trace
 from perflint.trace_summary import summarize
@@ -301,7 +302,7 @@ def check_trace(subject: Context | Trace, active: list[ActiveRule], role: str | 
         collectives=summary["_collectives"],
     )
     capabilities: dict[str, str | None] = {}
-    reasons = {ar.code: missing(ctx, ar.rule.requires, capabilities) for ar in active if ar.rule.scope in SOURCES}
+    reasons = {ar.code: missing(ctx, ar.rule.requires, capabilities) for ar in active if ar.rule.scope in REGISTRY.sources}
     # Per missing capability, the rules it skips (the first unmet requirement is the reason given).
     skipped_by: dict[str, list[str]] = {}
     for ar in active:
@@ -311,12 +312,12 @@ def check_trace(subject: Context | Trace, active: list[ActiveRule], role: str | 
     extra = {"skipped_by": skipped_by}
     pending: list[Pending] = []
     for ar in active:
-        if ar.rule.scope not in SOURCES:
+        if ar.rule.scope not in REGISTRY.sources:
             continue  # run-level rule: evaluated over all traces afterwards
         reason = reasons[ar.code]
         if not reason:
             reason = unjudged(ar, rows(ctx, ar.rule.scope))
-        done = [] if reason else evaluated(ar, rows(ctx, ar.rule.scope), SOURCES[ar.rule.scope].key, trace.path, trace.rank, role, extra=extra)
+        done = [] if reason else evaluated(ar, rows(ctx, ar.rule.scope), REGISTRY.sources[ar.rule.scope].key, trace.path, trace.rank, role, extra=extra)
         pending += [p for p in done if ar.rule.what_if is not None]
         found = [p.finding for p in done]
         result.statuses.append(status_of(ar, found, reason))
@@ -324,7 +325,7 @@ def check_trace(subject: Context | Trace, active: list[ActiveRule], role: str | 
     result.metrics["step_model"] = {**summary["step_model"], "what_if_all": apply_step_impacts(ctx, pending)}
     _cap_impacts(result.findings, window)
     result.findings = _few_infos(result.findings)
-    if "trace" in SOURCES:
+    if "trace" in REGISTRY.sources:
         (row,) = rows(ctx, "trace") or [{}]
         result.rank_row = {k: v for k, v in row.items() if isinstance(v, (int, float, str, bool, type(None)))}
         result.rank_row.update(path=trace.path, rank=trace.rank)
@@ -333,24 +334,24 @@ def check_trace(subject: Context | Trace, active: list[ActiveRule], role: str | 
 
 
 def check_run(traces: list[TraceResult], active: list[ActiveRule]) -> tuple[list[Finding], list[RuleStatus]]:
-    """Run-level rules (scope in RUN_SOURCES) over every trace's rank row."""
+    """Run-level rules (a run-level scope) over every trace's rank row."""
     findings: list[Finding] = []
     statuses: list[RuleStatus] = []
     rank_rows = [t.rank_row for t in traces if t.rank_row]
     roles = {t.path: t.role for t in traces if t.role}
     for ar in active:
-        if ar.rule.scope not in RUN_SOURCES:
+        src = REGISTRY.run_sources.get(ar.rule.scope)
+        if src is None:
             continue
-        fn, key, _fields = RUN_SOURCES[ar.rule.scope]
-        facts = fn(rank_rows)
+        facts = src.fn(rank_rows)
         if not facts:
-            statuses.append(status_of(ar, [], RUN_EMPTY.get(ar.rule.scope, "needs at least two ranks (traces) in one run")))
+            statuses.append(status_of(ar, [], src.empty))
             continue
         why = unjudged(ar, facts)
         if why:
             statuses.append(status_of(ar, [], why))
             continue
-        found = evaluate(ar, facts, key, "(all ranks)", None, identity.RUN_ROLE, roles)
+        found = evaluate(ar, facts, src.key, "(all ranks)", None, identity.RUN_ROLE, roles)
         statuses.append(status_of(ar, found, None))
         findings.extend(found)
     return findings, statuses

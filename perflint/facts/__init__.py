@@ -1,20 +1,25 @@
 """Fact sources: named tables of rows that rules run over (the `scope` of a rule).
 
 A fact source is a Python function `(ctx) -> list[row dict]` registered here with the fields
-that identify a row (its key, used for grouping and fingerprints). Capabilities say whether a
-trace holds the data a rule needs; a rule whose requirement is missing is reported as skipped
-with the capability's reason. Third parties add sources, fields and capabilities through the
-`perflint.facts` entry-point group: a function called once, with no arguments, that registers them
-with this module's decorators (`fact`, `run_source`, `enricher`, `capability`).
+that identify a row (its key, used for grouping and fingerprints) and every field it gives, each
+declared once beside the code that computes it (perflint.facts.fields: a meaning, typed by the
+field's name, or `typed(meaning, type, unit=...)`). Capabilities say whether a trace holds the
+data a rule needs; a rule whose requirement is missing is reported as skipped with the
+capability's reason. All of it lands in one registry, `REGISTRY`. perflint's own modules register
+when perflint.facts.builtin imports them (its `load_all` adds the plugins): this package knows
+none of them, since they import it. Third parties add sources, fields and capabilities through
+the `perflint.facts` entry-point group: a function called once, with no arguments, that registers
+them with this module's decorators (`fact`, `run_source`, `enricher`, `capability`,
+`context_capability`).
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from perflint.facts.fields import Fields, FieldSpec, FieldType, specs, typed
 from perflint.memo import Memo
 from perflint.metrics.steps import analysis_steps
 from perflint.model import Step, Trace
@@ -60,28 +65,90 @@ def _analysis_steps(ctx: Context) -> list[Step]:
 class FactSource:
     name: str
     fn: Callable[[Context], list[Row]]
+    key: tuple[str, ...]  # the fields that identify a row (grouping, fingerprints)
+    doc: str
+    fields: dict[str, FieldSpec]
+    module: str  # where it is registered: perflint's own, or a plugin's
+
+
+@dataclass(frozen=True)
+class RunSource:
+    """Rows over every trace's `trace` row of a run: multi-rank rules such as stragglers."""
+
+    name: str
+    fn: Callable[[list[Row]], list[Row]]
     key: tuple[str, ...]
     doc: str
-    fields: dict[str, str]  # field -> description (for docs and rule validation)
+    fields: dict[str, FieldSpec]
+    empty: str  # why it gave no rows (its rules are then skipped with this reason)
+    module: str
 
 
-SOURCES: dict[str, FactSource] = {}
-CAPABILITIES: dict[str, Callable[[Context], str | None]] = {}
-CAPABILITY_DOCS: dict[str, str] = {}  # capability -> what it checks (the fact catalogue)
-# Extra per-row fields contributed by other modules or plugins: scope -> [fn(ctx, row) -> dict]
-ENRICHERS: dict[str, list[Callable[[Context, Row], Row]]] = {}
-EXTRA_FIELDS: dict[str, dict[str, str]] = {}
-FIELD_MODULE: dict[tuple[str, str], str] = {}  # (scope, enriched field) -> module that adds it
-# Run-level sources see every trace's `rank_row` (the `trace` row): multi-rank rules such as
-# stragglers. name -> (fn(list of rank rows) -> rows, key, fields)
-RUN_SOURCES: dict[str, tuple[Callable[[list[Row]], list[Row]], tuple[str, ...], dict[str, str]]] = {}
-# Why a run-level source gave no rows (its rules are then skipped with this reason).
-RUN_EMPTY: dict[str, str] = {}
+@dataclass(frozen=True)
+class Enricher:
+    """Fields another module or a plugin adds to each row of a scope."""
+
+    scope: str
+    fn: Callable[[Context, Row], Row]
+    fields: dict[str, FieldSpec]
+    module: str
 
 
-def fact(name: str, key: tuple[str, ...], fields: dict[str, str]) -> Callable[[Callable[[Context], list[Row]]], Callable[[Context], list[Row]]]:
+@dataclass(frozen=True)
+class Capability:
+    name: str
+    check: Callable[[Context], str | None]  # the reason the trace lacks it, or None
+    checks: str  # what it checks (the fact catalogue)
+    module: str
+
+
+@dataclass
+class Registry:
+    """Every scope, field and capability a rule can use, as the decorators below registered them."""
+
+    sources: dict[str, FactSource] = field(default_factory=dict)
+    run_sources: dict[str, RunSource] = field(default_factory=dict)
+    # scope -> its enrichers in registration order: the order of the rows' fields
+    enrichers: dict[str, list[Enricher]] = field(default_factory=dict)
+    capabilities: dict[str, Capability] = field(default_factory=dict)
+
+    def scopes(self) -> list[str]:
+        return [*self.sources, *self.run_sources]
+
+    def fields_of(self, scope: str) -> dict[str, FieldSpec]:
+        """Every field rows of `scope` carry (the source's fields, then its enrichers')."""
+        src = self.sources.get(scope) or self.run_sources.get(scope)
+        if src is None:
+            return {}
+        out = dict(src.fields)
+        for e in self.enrichers.get(scope, []):
+            out.update(e.fields)
+        return out
+
+    def declared_in(self, scope: str) -> dict[str, str]:
+        """Field of `scope` -> the module that declares it (an enricher's over its source's)."""
+        src = self.sources.get(scope) or self.run_sources.get(scope)
+        out = dict.fromkeys(src.fields, src.module) if src else {}
+        for e in self.enrichers.get(scope, []):
+            out.update(dict.fromkeys(e.fields, e.module))
+        return out
+
+
+REGISTRY = Registry()
+
+
+def is_builtin(module: str) -> bool:
+    """Whether `module` is perflint's own (else a plugin's)."""
+    return module.startswith("perflint.")
+
+
+def _specs(fields: Fields, module: str) -> dict[str, FieldSpec]:
+    return specs(fields, module, strict=is_builtin(module))
+
+
+def fact(name: str, key: tuple[str, ...], fields: Fields) -> Callable[[Callable[[Context], list[Row]]], Callable[[Context], list[Row]]]:
     def deco(fn: Callable[[Context], list[Row]]) -> Callable[[Context], list[Row]]:
-        SOURCES[name] = FactSource(name, fn, key, (fn.__doc__ or "").strip(), fields)
+        REGISTRY.sources[name] = FactSource(name, fn, key, (fn.__doc__ or "").strip(), _specs(fields, fn.__module__), fn.__module__)
         return fn
 
     return deco
@@ -91,12 +158,10 @@ def capability(name: str, checks: str = "") -> Callable[[Callable[[Trace], str |
     """Registers `fn(trace) -> reason or None` as the capability `name`; `checks`: what it checks."""
 
     def deco(fn: Callable[[Trace], str | None]) -> Callable[[Trace], str | None]:
-        @functools.wraps(fn)  # keeps fn's module: the catalogue tells built-in from plugin ones
         def of_context(ctx: Context) -> str | None:
             return fn(ctx.trace)
 
-        CAPABILITIES[name] = of_context
-        CAPABILITY_DOCS[name] = checks
+        REGISTRY.capabilities[name] = Capability(name, of_context, checks, fn.__module__)
         return fn
 
     return deco
@@ -107,43 +172,30 @@ def context_capability(name: str, checks: str = "") -> Callable[[Callable[[Conte
     beside the trace (its baseline)."""
 
     def deco(fn: Callable[[Context], str | None]) -> Callable[[Context], str | None]:
-        CAPABILITIES[name] = fn
-        CAPABILITY_DOCS[name] = checks
+        REGISTRY.capabilities[name] = Capability(name, fn, checks, fn.__module__)
         return fn
 
     return deco
 
 
-def enricher(scope: str, fields: dict[str, str]) -> Callable[[Callable[[Context, Row], Row]], Callable[[Context, Row], Row]]:
+def enricher(scope: str, fields: Fields) -> Callable[[Callable[[Context, Row], Row]], Callable[[Context, Row], Row]]:
     def deco(fn: Callable[[Context, Row], Row]) -> Callable[[Context, Row], Row]:
-        ENRICHERS.setdefault(scope, []).append(fn)
-        EXTRA_FIELDS.setdefault(scope, {}).update(fields)
-        FIELD_MODULE.update({(scope, f): fn.__module__ for f in fields})
+        added = Enricher(scope, fn, _specs(fields, fn.__module__), fn.__module__)
+        REGISTRY.enrichers.setdefault(scope, []).append(added)
         return fn
 
     return deco
 
 
 def run_source(
-    name: str, key: tuple[str, ...], fields: dict[str, str], empty: str = "needs at least two ranks (traces) in one run"
+    name: str, key: tuple[str, ...], fields: Fields, empty: str = "needs at least two ranks (traces) in one run"
 ) -> Callable[[Callable[[list[Row]], list[Row]]], Callable[[list[Row]], list[Row]]]:
     def deco(fn: Callable[[list[Row]], list[Row]]) -> Callable[[list[Row]], list[Row]]:
-        RUN_SOURCES[name] = (fn, key, fields)
-        RUN_EMPTY[name] = empty
+        doc = (fn.__doc__ or "").strip()
+        REGISTRY.run_sources[name] = RunSource(name, fn, key, doc, _specs(fields, fn.__module__), empty, fn.__module__)
         return fn
 
     return deco
-
-
-def fields_of(scope: str) -> dict[str, str]:
-    """Every field rows of `scope` carry (source fields plus enrichers')."""
-    if scope in SOURCES:
-        base = SOURCES[scope].fields
-    elif scope in RUN_SOURCES:
-        base = RUN_SOURCES[scope][2]
-    else:
-        return {}
-    return {**base, **EXTRA_FIELDS.get(scope, {})}
 
 
 def rows(ctx: Context, scope: str) -> list[Row]:
@@ -152,11 +204,10 @@ def rows(ctx: Context, scope: str) -> list[Row]:
 
 
 def _rows(ctx: Context, scope: str) -> list[Row]:
-    src = SOURCES[scope]
-    out = src.fn(ctx)
-    for enrich in ENRICHERS.get(scope, []):
+    out = REGISTRY.sources[scope].fn(ctx)
+    for e in REGISTRY.enrichers.get(scope, []):
         for r in out:
-            r.update(enrich(ctx, r))
+            r.update(e.fn(ctx, r))
     return out
 
 
@@ -164,21 +215,20 @@ def missing(ctx: Context, requirements: list[str], memo: dict[str, str | None] |
     """The reason the first unmet requirement gives, or None when all are met. `memo` keeps each
     capability's answer across the rules of one trace (several rules share a requirement)."""
     for req in requirements:
-        check = CAPABILITIES.get(req)
-        if check is None:
+        cap = REGISTRY.capabilities.get(req)
+        if cap is None:
             return f"unknown capability '{req}'"
         if memo is None:
-            reason = check(ctx)
+            reason = cap.check(ctx)
         elif req in memo:
             reason = memo[req]
         else:
-            reason = memo[req] = check(ctx)
+            reason = memo[req] = cap.check(ctx)
         if reason:
             return reason
     return None
 
 
-_loaded = False
 _plugins: set[str] = set()
 
 
@@ -194,12 +244,7 @@ def load_plugins() -> list[str]:
     return new
 
 
-def load_all() -> None:
-    """Import the built-in fact modules and plugins (once)."""
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    from perflint.facts import builtin  # noqa: F401  (registers built-in sources)
-
-    load_plugins()
+__all__ = [
+    "REGISTRY", "Baseline", "Capability", "Context", "Enricher", "FactSource", "FieldSpec", "FieldType", "Fields", "Registry", "Row", "RunSource",
+    "capability", "context_capability", "enricher", "fact", "is_builtin", "load_plugins", "missing", "rows", "run_source", "typed",
+]

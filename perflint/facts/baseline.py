@@ -7,36 +7,36 @@ analysis steps for a significance test.
 
 from __future__ import annotations
 
-from perflint.facts import Context, Row, context_capability, fact
+from perflint.facts import Context, Fields, Row, context_capability, fact, typed
 
 MIN_STEPS = 4  # one-sided exact Mann-Whitney with 4 vs 4 samples can reach p = 1/70
 
-FIELDS = {
-    "metric": "step_time_us | gpu_busy_pct | category | bound_by | kernel_group | new_group | removed_group | "
-    "kernels_per_step | launches_per_step | memcpy_bytes | peak_memory_bytes",
-    "key": "what is compared (category name, critical-path category, kernel-group label, metric name)",
-    "base_median": "baseline median over analysis steps",
-    "cur_median": "current median over analysis steps",
-    "delta": "cur_median - base_median",
+FIELDS: Fields = {
+    "metric": typed("step_time_us | gpu_busy_pct | category | bound_by | kernel_group | new_group | removed_group | "
+    "kernels_per_step | launches_per_step | memcpy_bytes | peak_memory_bytes", "text"),
+    "key": typed("what is compared (category name, critical-path category, kernel-group label, metric name)", "text"),
+    "base_median": typed("baseline median over analysis steps", "number"),
+    "cur_median": typed("current median over analysis steps", "number"),
+    "delta": typed("cur_median - base_median", "number"),
     "delta_pct": "delta as % of the baseline median",
-    "worse": "change in the bad direction (positive = worse), metric units",
+    "worse": typed("change in the bad direction (positive = worse), metric units", "number"),
     "worse_pct": "change in the bad direction, % of baseline",
-    "p_value": "one-sided Mann-Whitney U p-value that the current run is worse",
-    "p_better": "one-sided Mann-Whitney U p-value that the current run is better",
-    "base_n": "baseline samples (steps)",
-    "cur_n": "current samples (steps)",
-    "higher_is_worse": "direction of the metric",
+    "p_value": typed("one-sided Mann-Whitney U p-value that the current run is worse", "number"),
+    "p_better": typed("one-sided Mann-Whitney U p-value that the current run is better", "number"),
+    "base_n": typed("baseline samples (steps)", "integer"),
+    "cur_n": typed("current samples (steps)", "integer"),
+    "higher_is_worse": typed("direction of the metric", "bool"),
     "time_delta_us": "extra time over the current run's analysis steps",
-    "label": "the critical-path category in words (bound_by rows: the median step's time along its critical path in that category; their deltas add up to the median step's)",
-    "grew": "step_time_us row: '; on the critical path <category> +<time>, ... per step' naming the critical-path categories that grew most ('' when none did)",
-    "kernel": "kernel name (groups)",
-    "op": "bottom-level op (groups)",
-    "top_level_op": "top-level op (groups)",
-    "input_dims": "input dims (groups)",
-    "renamed_from": "baseline kernel name when the op's kernel changed",
+    "label": typed("the critical-path category in words (bound_by rows: the median step's time along its critical path in that category; their deltas add up to the median step's)", "text"),
+    "grew": typed("step_time_us row: '; on the critical path <category> +<time>, ... per step' naming the critical-path categories that grew most ('' when none did)", "text"),
+    "kernel": typed("kernel name (groups)", "text"),
+    "op": typed("bottom-level op (groups)", "text"),
+    "top_level_op": typed("top-level op (groups)", "text"),
+    "input_dims": typed("input dims (groups)", "list"),
+    "renamed_from": typed("baseline kernel name when the op's kernel changed", "text"),
     "share_pct": "group share of current kernel time",
-    "base_count": "baseline launches per step (groups)",
-    "cur_count": "current launches per step (groups)",
+    "base_count": typed("baseline launches per step (groups)", "integer"),
+    "cur_count": typed("current launches per step (groups)", "integer"),
 }
 
 

@@ -29,15 +29,15 @@ from typing import Any
 
 import numpy as np
 
-from perflint.facts import Context, Row, capability, enricher
+from perflint.facts import Context, Fields, Row, capability, enricher, typed
 from perflint.facts._common import kernel_op, model, op_info, window_mask
 from perflint.facts._spans import EMPTY, Spans, length, spans, step_windows, union
 from perflint.graph.names import ops_named
 from perflint.metrics.kernel_classes import CAT_INDEX, classify
 from perflint.model import KERNEL, MEMCPY, MEMSET, NONE, Trace
 
-FIELDS = {
-    "comm_kernels": "communication kernels running in the analysis steps (null for host collectives)",
+FIELDS: Fields = {
+    "comm_kernels": typed("communication kernels running in the analysis steps (null for host collectives)", "integer"),
     "comm_time_us": "communication kernel time (union of spans) inside the analysis steps",
     "comm_us": "communication time per analysis step (us)",
     "comm_pct": "communication time / step time, %",
@@ -46,12 +46,12 @@ FIELDS = {
     "comm_overlap_pct": "HTA compute/communication overlap: |comm ∩ compute| / |comm|, %",
     "compute_time_us": "non-communication kernel time launched in the analysis steps",
     "compute_us": "non-communication kernel time per analysis step (us)",
-    "collectives": "collective names recorded on comm kernels (Collective name arg), comma-separated",
-    "comm_source": "'host' when the collectives ran on the CPU (gloo spans), null for NCCL/RCCL kernels",
-    "comm_traffic": "what the communication is for, by the collective with the most kernel time: expert_parallel (all-to-all: MoE experts, sharded embeddings), tensor_parallel (all-reduce on forward ops), data_parallel, pipeline (send/recv), other",
-    "comm_advice": "the fix for that traffic, in words",
-    "breakdown_source": "where compute and exposed communication come from when the trace has no compute kernels: "
-    "the profiler's own per-step breakdown (MindSpore's cluster analysis); null when kernels give them",
+    "collectives": typed("collective names recorded on comm kernels (Collective name arg), comma-separated", "text"),
+    "comm_source": typed("'host' when the collectives ran on the CPU (gloo spans), null for NCCL/RCCL kernels", "text"),
+    "comm_traffic": typed("what the communication is for, by the collective with the most kernel time: expert_parallel (all-to-all: MoE experts, sharded embeddings), tensor_parallel (all-reduce on forward ops), data_parallel, pipeline (send/recv), other", "text"),
+    "comm_advice": typed("the fix for that traffic, in words", "text"),
+    "breakdown_source": typed("where compute and exposed communication come from when the trace has no compute kernels: "
+                              "the profiler's own per-step breakdown (MindSpore's cluster analysis); null when kernels give them", "text"),
 }
 
 _HOST_COLLECTIVE = ("gloo:",)

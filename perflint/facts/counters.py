@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perflint.facts import Context, Row, capability, fact
+from perflint.facts import Context, Fields, Row, capability, fact, typed
 from perflint.facts._common import kernel_row_dtype, op_info
 from perflint.metrics.kernel_classes import kernel_category, uses_tensor_cores
 from perflint.metrics.tensor_cores import TENSOR_COUNTER_MARKERS
@@ -14,19 +14,19 @@ from perflint.model import NONE, Trace
 
 HALF_FP_COUNTERS = ("hfma", "hmul", "hadd")
 
-FIELDS = {
-    "kernel": "kernel name (the range's name)",
-    "category": "kernel category",
-    "dtype": "compute dtype (kernel name, else the launching op's first floating input)",
-    "tensor_cores": "Tensor Core use by the kernel-name table (null for non-matrix kernels)",
-    "tensor_pipe_inst": "tensor-pipe (MMA) instructions counted by CUPTI, summed over the group",
-    "half_fp_inst": "half-precision SIMT FMA/MUL/ADD instructions counted by CUPTI",
-    "op": "bottom-level op of the launch",
-    "top_level_op": "outermost op of the launch",
-    "op_stack": "ops from outermost to innermost",
-    "input_dims": "Input Dims of the op that describes the work",
-    "source": "user's file:line, when stacks were recorded",
-    "count": "profiled launches",
+FIELDS: Fields = {
+    "kernel": typed("kernel name (the range's name)", "text"),
+    "category": typed("kernel category", "text"),
+    "dtype": typed("compute dtype (kernel name, else the launching op's first floating input)", "text"),
+    "tensor_cores": typed("Tensor Core use by the kernel-name table (null for non-matrix kernels)", "bool"),
+    "tensor_pipe_inst": typed("tensor-pipe (MMA) instructions counted by CUPTI, summed over the group", "number"),
+    "half_fp_inst": typed("half-precision SIMT FMA/MUL/ADD instructions counted by CUPTI", "number"),
+    "op": typed("bottom-level op of the launch", "text"),
+    "top_level_op": typed("outermost op of the launch", "text"),
+    "op_stack": typed("ops from outermost to innermost", "list"),
+    "input_dims": typed("Input Dims of the op that describes the work", "list"),
+    "source": typed("user's file:line, when stacks were recorded", "text"),
+    "count": typed("profiled launches", "integer"),
     "time_us": "kernel time of the profiled ranges",
     "share_pct": "share of all profiled kernel time",
 }

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from perflint.facts import Context, Row, enricher
+from perflint.facts import Context, Fields, Row, enricher, typed
 from perflint.facts._common import window_mask
 from perflint.facts._group import id_table
 from perflint.memo import once
 from perflint.metrics.cudnn_algos import fallback_algorithm
 from perflint.model import KERNEL
 
-FIELDS = {
-    "cudnn_fallback": "the cuDNN algorithm of a legacy convolution kernel its heuristics choose without cudnn.benchmark (e.g. CUDNN_CONVOLUTION_BWD_DATA_ALGO_0), null otherwise",
+FIELDS: Fields = {
+    "cudnn_fallback": typed("the cuDNN algorithm of a legacy convolution kernel its heuristics choose without cudnn.benchmark (e.g. CUDNN_CONVOLUTION_BWD_DATA_ALGO_0), null otherwise", "text"),
     "cudnn_fallback_share_pct": "share of the analysed kernel time in all such kernels of the trace (the same on every row)",
 }
 

@@ -18,24 +18,24 @@ from typing import Any
 
 import numpy as np
 
-from perflint.facts import Context, Row, capability, enricher
+from perflint.facts import Context, Fields, Row, capability, enricher, typed
 from perflint.facts._spans import EMPTY, Spans, length, overlap, spans, timed_windows, union
 from perflint.graph.names import dataloader_ops
 from perflint.metrics.stats import np_median
 from perflint.model import DATA_WAIT_PREFIX, GPU_SYNC, Trace
 from perflint.stepmodel.graph import op_spans
 
-FIELDS = {
+FIELDS: Fields = {
     "dataloader_pct": "median over analysis steps of exposed data-loader time (TB plugin DataLoader role) / step time, %",
     "dataloader_us": "median exposed data-loader time per analysis step (us)",
     "dataloader_wall_pct": "median share of the step spent inside DataLoader __next__, overlapped or not, %",
     "dataloader_wall_us": "median time per analysis step inside DataLoader __next__ (us)",
-    "dataloader_calls": "DataLoader __next__ calls that start in the analysis steps",
-    "dataloader_steps": "steps the data-loader numbers cover: every step marker's (also where a format's op timeline covers fewer)",
+    "dataloader_calls": typed("DataLoader __next__ calls that start in the analysis steps", "integer"),
+    "dataloader_steps": typed("steps the data-loader numbers cover: every step marker's (also where a format's op timeline covers fewer)", "integer"),
     "data_queue_min_usage_pct": "lowest output-queue usage of the input pipeline's ops, % (MindSpore minddata; null when not recorded)",
-    "dataloader_what": "what the data wait is: 'DataLoader __next__', or the wait a profiler recorded itself",
-    "dataloader_in_main_process": "the DataLoader loads in the main process (num_workers=0: its iterator is _SingleProcessDataLoaderIter); false with worker processes, null when the trace does not say",
-    "dataloader_cause": "why it waits, where the iterator says it: 'num_workers=0: ...' or 'the worker processes do not keep up'",
+    "dataloader_what": typed("what the data wait is: 'DataLoader __next__', or the wait a profiler recorded itself", "text"),
+    "dataloader_in_main_process": typed("the DataLoader loads in the main process (num_workers=0: its iterator is _SingleProcessDataLoaderIter); false with worker processes, null when the trace does not say", "bool"),
+    "dataloader_cause": typed("why it waits, where the iterator says it: 'num_workers=0: ...' or 'the worker processes do not keep up'", "text"),
 }
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from perflint.facts import Context, Row, fact
+from perflint.facts import Context, Fields, Row, fact, typed
 from perflint.facts._common import model
 from perflint.facts._optree import op_arrays, stack_names
 from perflint.graph.build import is_step_marker, ops_by_thread_ts
@@ -24,20 +24,20 @@ from perflint.stepmodel import device_work
 from perflint.stepmodel.graph import thread_index
 from perflint.stepmodel.usage import GAP_FLOOR_US, window_gaps
 
-FIELDS = {
-    "op": "innermost CPU op running on the launching thread when the GPU went idle (null: none)",
-    "op_label": "op, or 'no recorded CPU op' when nothing was running on that thread",
-    "op_stack": "ops from outermost to innermost at the gap start",
-    "count": "gaps >= 1 ms that started under this op",
+FIELDS: Fields = {
+    "op": typed("innermost CPU op running on the launching thread when the GPU went idle (null: none)", "text"),
+    "op_label": typed("op, or 'no recorded CPU op' when nothing was running on that thread", "text"),
+    "op_stack": typed("ops from outermost to innermost at the gap start", "list"),
+    "count": typed("gaps >= 1 ms that started under this op", "integer"),
     "longest_gap_us": "longest such gap",
     "longest_gap_ms": "longest such gap in ms",
     "total_gap_ms": "all such gaps together, ms",
     "total_gap_us": "all such gaps together, µs",
-    "longest_step": "step of the longest gap (null without steps)",
-    "longest_where": "'step N' or 'whole trace' for the longest gap",
-    "gaps_ms": "the five longest gaps, ms",
+    "longest_step": typed("step of the longest gap (null without steps)", "integer"),
+    "longest_where": typed("'step N' or 'whole trace' for the longest gap", "text"),
+    "gaps_ms": typed("the five longest gaps, ms", "list", unit="ms"),
     "window_ms": "total analysis window (steps, or the whole trace)",
-    "window_kernels": "kernels launched in the analysis window",
+    "window_kernels": typed("kernels launched in the analysis window", "integer"),
 }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from perflint.facts import Context, Row, fact
+from perflint.facts import Context, Fields, Row, fact, typed
 from perflint.facts._common import kernel_op, kernel_row_dtype, op_infos, primary_device, window_mask, window_us
 from perflint.facts._group import Groups, dense_ids
 from perflint.ids import rows_of
@@ -12,39 +12,39 @@ from perflint.kernelnames.classify import classify_kernel
 from perflint.metrics.kernel_classes import CATEGORIES, classify, trace_vendor
 from perflint.model import KERNEL, NONE
 
-FIELDS = {
-    "kernel": "kernel name",
-    "category": "kernel category (gemm, conv, attention, elementwise, ...)",
-    "tensor_cores": "true/false for matrix kernels by the name table, null otherwise",
-    "dtype": "compute dtype (kernel name, else the launching op's first floating input)",
-    "op": "bottom-level op that launched the kernel",
-    "top_level_op": "outermost op on the launch stack",
-    "op_stack": "ops from outermost to innermost",
-    "input_dims": "Input Dims of the op that describes the work",
-    "source": "user's file:line, when stacks were recorded",
+FIELDS: Fields = {
+    "kernel": typed("kernel name", "text"),
+    "category": typed("kernel category (gemm, conv, attention, elementwise, ...)", "text"),
+    "tensor_cores": typed("true/false for matrix kernels by the name table, null otherwise", "bool"),
+    "dtype": typed("compute dtype (kernel name, else the launching op's first floating input)", "text"),
+    "op": typed("bottom-level op that launched the kernel", "text"),
+    "top_level_op": typed("outermost op on the launch stack", "text"),
+    "op_stack": typed("ops from outermost to innermost", "list"),
+    "input_dims": typed("Input Dims of the op that describes the work", "list"),
+    "source": typed("user's file:line, when stacks were recorded", "text"),
     "is_backward": "launched from a backward (autograd) op",
-    "count": "launches in the analysis steps",
+    "count": typed("launches in the analysis steps", "integer"),
     "time_us": "total kernel time",
     "mean_us": "mean kernel time",
     "share_pct": "share of all kernel time",
     "step_share_pct": "share of the analysis steps' time (null without steps)",
-    "grid": "grid dims [x, y, z] of the longest launch",
-    "block": "block dims of the longest launch",
-    "threads_per_block": "block x*y*z",
-    "blocks": "grid x*y*z",
-    "blocks_per_sm": "time-weighted mean blocks per SM (null if not recorded)",
+    "grid": typed("grid dims [x, y, z] of the longest launch", "list"),
+    "block": typed("block dims of the longest launch", "list"),
+    "threads_per_block": typed("block x*y*z", "integer"),
+    "blocks": typed("grid x*y*z", "integer"),
+    "blocks_per_sm": typed("time-weighted mean blocks per SM (null if not recorded)", "number"),
     "occupancy_pct": "time-weighted est. achieved occupancy % (null if not recorded)",
-    "registers": "registers per thread",
-    "shared_memory": "shared memory bytes per block",
-    "sm_count": "SMs on the device",
-    "compute_capability": "major*10+minor for NVIDIA devices",
-    "vendor": "nvidia | amd | mtia | unknown",
-    "steps": "number of analysis steps",
+    "registers": typed("registers per thread", "integer"),
+    "shared_memory": typed("shared memory bytes per block", "integer"),
+    "sm_count": typed("SMs on the device", "integer"),
+    "compute_capability": typed("major*10+minor for NVIDIA devices", "integer"),
+    "vendor": typed("nvidia | amd | mtia | unknown", "text"),
+    "steps": typed("number of analysis steps", "integer"),
     "window_share_pct": "share of the analysed time (the steps' windows, else the whole trace)",
-    "library": "library whose naming convention identified the kernel (cublas, cudnn, cutlass, triton, ...; '' unknown)",
-    "helper": "a library helper beside matrix kernels (split-K reduction, workspace initialisation)",
-    "layout_conversion": "the kernel converts tensors between NCHW and NHWC (by its function name)",
-    "kernel_row": "the classification table row that decided the kernel's category",
+    "library": typed("library whose naming convention identified the kernel (cublas, cudnn, cutlass, triton, ...; '' unknown)", "text"),
+    "helper": typed("a library helper beside matrix kernels (split-K reduction, workspace initialisation)", "bool"),
+    "layout_conversion": typed("the kernel converts tensors between NCHW and NHWC (by its function name)", "bool"),
+    "kernel_row": typed("the classification table row that decided the kernel's category", "text"),
 }
 
 

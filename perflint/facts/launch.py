@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perflint.facts import Context, Row, fact
+from perflint.facts import Context, Fields, Row, fact, typed
 from perflint.facts._common import gpu_busy_pct, model, op_infos, runtime_in_window, window_mask, window_us
 from perflint.facts._group import Groups, dense_ids, group_medians, id_table
 from perflint.ids import compress_in_place, rows_of
@@ -140,13 +140,13 @@ def _launches(ctx: Context) -> _Launches:
     return _Launches(sel, row, multi, multi_time, multi_start)
 
 
-GROUP_FIELDS = {
-    "api": "runtime API name (cudaLaunchKernel, cudaMemcpyAsync, hipLaunchKernel, ...)",
-    "op": "bottom-level op enclosing the launch call",
-    "top_level_op": "outermost op on the launch stack",
-    "op_stack": "ops from outermost to innermost (first launch of the group)",
-    "source": "user's file:line, when stacks were recorded",
-    "count": "launch calls in the analysis steps",
+GROUP_FIELDS: Fields = {
+    "api": typed("runtime API name (cudaLaunchKernel, cudaMemcpyAsync, hipLaunchKernel, ...)", "text"),
+    "op": typed("bottom-level op enclosing the launch call", "text"),
+    "top_level_op": typed("outermost op on the launch stack", "text"),
+    "op_stack": typed("ops from outermost to innermost (first launch of the group)", "list"),
+    "source": typed("user's file:line, when stacks were recorded", "text"),
+    "count": typed("launch calls in the analysis steps", "integer"),
     "runtime_us": "total CPU time spent in the launch calls",
     "runtime_mean_us": "mean CPU time per launch call",
     "runtime_max_us": "longest launch call",
@@ -155,20 +155,20 @@ GROUP_FIELDS = {
     "delay_p50_us": "median launch delay",
     "delay_max_us": "largest launch delay",
     "runtime_cutoff_us": "runtime outlier cutoff (HTA: 50 us)",
-    "runtime_outliers": "launch calls longer than runtime_cutoff_us (and at most 1 ms: longer ones are slow_calls)",
-    "slow_calls": "launch calls over 1 ms: lazy module loading, initialisation or a blocked call, not per-launch overhead",
+    "runtime_outliers": typed("launch calls longer than runtime_cutoff_us (and at most 1 ms: longer ones are slow_calls)", "integer"),
+    "slow_calls": typed("launch calls over 1 ms: lazy module loading, initialisation or a blocked call, not per-launch overhead", "integer"),
     "slow_call_us": "CPU time of the slow_calls",
     "runtime_outlier_us": "CPU time of those calls above the cutoff (excess)",
     "delay_cutoff_us": "launch delay outlier cutoff (HTA: 100 us)",
-    "delay_outliers": "launches whose delay exceeds delay_cutoff_us",
+    "delay_outliers": typed("launches whose delay exceeds delay_cutoff_us", "integer"),
     "delay_outlier_us": "launch delay above the cutoff, summed",
     "gpu_busy_pct": "GPU busy % over the analysis steps (same for every group)",
-    "steps": "number of analysis steps",
-    "api_kind": "kernel (kernel and graph launches) | memcpy | memset | other: copies and syncs are the sync rules' concern",
-    "api_count": "launch calls of this API in the analysis steps, over every launching op (the denominator of the API's outliers)",
-    "api_slow_calls": "calls of this API over 1 ms in the analysis steps, over every launching op (null when none)",
+    "steps": typed("number of analysis steps", "integer"),
+    "api_kind": typed("kernel (kernel and graph launches) | memcpy | memset | other: copies and syncs are the sync rules' concern", "text"),
+    "api_count": typed("launch calls of this API in the analysis steps, over every launching op (the denominator of the API's outliers)", "integer"),
+    "api_slow_calls": typed("calls of this API over 1 ms in the analysis steps, over every launching op (null when none)", "integer"),
     "outlier_max_us": "longest of the runtime_outliers (the calls counted there, none over 1 ms)",
-    "idle_delay_outliers": "launches whose delay held more than delay_cutoff_us of device idle time: the work waited while the GPU did nothing",
+    "idle_delay_outliers": typed("launches whose delay held more than delay_cutoff_us of device idle time: the work waited while the GPU did nothing", "integer"),
     "idle_delay_us": "device idle time inside those launches' delays, above the cutoff, summed",
     "idle_delay_max_us": "largest device idle time inside one launch's delay",
 }
@@ -303,28 +303,28 @@ def _group_rows(ctx: Context, L: _Launches) -> list[Row]:
     return out
 
 
-SUMMARY_FIELDS = {
-    "kernel_count": "kernels launched in the analysis steps",
-    "short_kernels": "kernels shorter than short_kernel_us",
+SUMMARY_FIELDS: Fields = {
+    "kernel_count": typed("kernels launched in the analysis steps", "integer"),
+    "short_kernels": typed("kernels shorter than short_kernel_us", "integer"),
     "short_kernel_us": "short-kernel threshold (TraceLens: 10 us)",
     "short_kernel_pct": "share of kernels (by count) shorter than short_kernel_us",
     "kernel_time_us": "GPU kernel time launched in the analysis steps",
     "gpu_time_us": "GPU time (kernels, memcpy, memset) launched by the launch calls",
-    "launch_count": "launch calls in the analysis steps",
+    "launch_count": typed("launch calls in the analysis steps", "integer"),
     "launch_runtime_us": "CPU time spent in launch calls",
     "short_launch_runtime_us": "CPU time of the calls that launched short kernels",
     "launch_to_gpu_ratio": "launch_runtime_us / kernel_time_us",
     "gpu_busy_pct": "GPU busy %: merged kernel time / window time over the analysis steps",
     "window_us": "analysis window: the steps' windows (the whole trace without steps)",
     "idle_us": "window_us x (1 - gpu_busy_pct)",
-    "top_launch_ops": "ops with the most kernel-launch CPU time: 'op (api) N calls, X' (calls over 1 ms left out)",
-    "window": "what gpu_busy_pct is a share of: 'the step', or the whole trace without steps",
+    "top_launch_ops": typed("ops with the most kernel-launch CPU time: 'op (api) N calls, X' (calls over 1 ms left out)", "list"),
+    "window": typed("what gpu_busy_pct is a share of: 'the step', or the whole trace without steps", "text"),
     "kernel_launch_runtime_us": "CPU time in kernel launch calls (not copies or memsets), calls over 1 ms left out",
-    "slow_launch_calls": "kernel launch calls over 1 ms (lazy loading, initialisation, a blocked call), left out above",
+    "slow_launch_calls": typed("kernel launch calls over 1 ms (lazy loading, initialisation, a blocked call), left out above", "integer"),
     "launch_gap_idle_us": "device idle time in the window in gaps shorter than 1 ms (the scale of per-launch overhead)",
     "launch_gap_idle_pct": "launch_gap_idle_us as % of all device idle time in the window",
     "launch_bound_us": "min(kernel_launch_runtime_us, launch_gap_idle_us): the idle time fewer launches can win",
-    "steps": "number of analysis steps",
+    "steps": typed("number of analysis steps", "integer"),
 }
 
 
@@ -343,7 +343,7 @@ def _launch_gap_idle(ctx: Context) -> tuple[float, float]:
     return short, total
 
 
-@fact("launch_summary", key=("path",), fields={"path": "trace file", **SUMMARY_FIELDS})
+@fact("launch_summary", key=("path",), fields={"path": typed("trace file", "text"), **SUMMARY_FIELDS})
 def launch_summary(ctx: Context) -> list[Row]:
     """One row per trace: short-kernel share, GPU busy and CPU launch time vs GPU kernel time."""
     return _launch_facts(ctx)[1]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from perflint.facts import Context, Row, enricher
+from perflint.facts import Context, Fields, Row, enricher, typed
 from perflint.metrics.shapes import op_class
 
 _ATEN_BACKWARD = re.compile(r"^(aten::\w+?)_backward")  # aten::cudnn_convolution_backward_input
@@ -24,8 +24,8 @@ def is_matrix_op(name: str) -> bool:
     m = _AUTOGRAD.match(name)
     return bool(m and op_class("aten::" + m.group(1).lower()))
 
-FIELDS = {
-    "matrix_op": "the GEMM or convolution op (or its backward op) on the kernel's launch stack, innermost first; null when none (a compiled graph or a custom op launched it)",
+FIELDS: Fields = {
+    "matrix_op": typed("the GEMM or convolution op (or its backward op) on the kernel's launch stack, innermost first; null when none (a compiled graph or a custom op launched it)", "text"),
 }
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from perflint.facts import Context, Row, capability, fact, rows
+from perflint.facts import Context, Fields, Row, capability, fact, rows, typed
 from perflint.facts._common import kernel_op, model, op_info, op_infos, window_mask, window_us
 from perflint.facts._group import Groups, dense_ids, labels, present_ids
 from perflint.graph.build import runtime_source
@@ -50,24 +50,24 @@ def _kind(name: str) -> tuple[str | None, str | None]:
     return direction, _host_memory(src, dst)
 
 
-GROUP_FIELDS = {
-    "direction": "HtoD | DtoH | DtoD | HtoH | PtoP",
-    "host_memory": "pageable | pinned | managed (null for device-only copies)",
-    "pageable": "the host side is pageable memory",
-    "memcpy": "memcpy event name, e.g. 'Memcpy HtoD (Pageable -> Device)'",
-    "api": "runtime call that launched it (cudaMemcpyAsync, cudaMemcpy, ...)",
+GROUP_FIELDS: Fields = {
+    "direction": typed("HtoD | DtoH | DtoD | HtoH | PtoP", "text"),
+    "host_memory": typed("pageable | pinned | managed (null for device-only copies)", "text"),
+    "pageable": typed("the host side is pageable memory", "bool"),
+    "memcpy": typed("memcpy event name, e.g. 'Memcpy HtoD (Pageable -> Device)'", "text"),
+    "api": typed("runtime call that launched it (cudaMemcpyAsync, cudaMemcpy, ...)", "text"),
     "is_async": "launched by an *Async runtime call",
-    "op": "bottom-level op that launched the copy",
-    "top_level_op": "outermost op on the launch stack",
-    "op_stack": "ops from outermost to innermost",
-    "source": "user's file:line, when stacks were recorded",
-    "count": "copies in the analysis steps",
-    "bytes": "bytes copied",
-    "mean_bytes": "mean bytes per copy",
+    "op": typed("bottom-level op that launched the copy", "text"),
+    "top_level_op": typed("outermost op on the launch stack", "text"),
+    "op_stack": typed("ops from outermost to innermost", "list"),
+    "source": typed("user's file:line, when stacks were recorded", "text"),
+    "count": typed("copies in the analysis steps", "integer"),
+    "bytes": typed("bytes copied", "integer"),
+    "mean_bytes": typed("mean bytes per copy", "number", unit="bytes"),
     "time_us": "total copy time on the GPU",
-    "bandwidth_gbs": "bytes / time (GB/s)",
+    "bandwidth_gbs": typed("bytes / time (GB/s)", "number"),
     "step_share_pct": "time_us / step time (GPU span without steps)",
-    "steps": "number of analysis steps",
+    "steps": typed("number of analysis steps", "integer"),
 }
 
 
@@ -135,18 +135,18 @@ def memcpy_groups(ctx: Context) -> list[Row]:
     return out
 
 
-SHARE_FIELDS = {
-    "direction": "HtoD | DtoH | DtoD | ...",
-    "count": "copies in the analysis steps",
-    "bytes": "bytes copied",
+SHARE_FIELDS: Fields = {
+    "direction": typed("HtoD | DtoH | DtoD | ...", "text"),
+    "count": typed("copies in the analysis steps", "integer"),
+    "bytes": typed("bytes copied", "integer"),
     "time_us": "copy time: union of the copy intervals on the GPU",
     "exposed_us": "copy time not overlapped by any kernel",
     "step_share_pct": "time_us / step time (GPU span without steps)",
     "exposed_share_pct": "exposed_us / step time",
     "pageable_pct": "share of the copy time from/to pageable host memory",
-    "top_ops": "ops with the most copy time: 'op N copies, X'",
-    "copy_advice": "what to do about copies of this direction, in words: host copies (HtoD, DtoH) and device copies (DtoD, peer) have different fixes",
-    "steps": "number of analysis steps",
+    "top_ops": typed("ops with the most copy time: 'op N copies, X'", "list"),
+    "copy_advice": typed("what to do about copies of this direction, in words: host copies (HtoD, DtoH) and device copies (DtoD, peer) have different fixes", "text"),
+    "steps": typed("number of analysis steps", "integer"),
 }
 
 
@@ -285,19 +285,19 @@ def _steady_steps(t: Trace) -> str | None:
     return f"needs at least two {t.recorded('steps')} to tell steady-state steps from the warm-up step"
 
 
-ALLOC_FIELDS = {
-    "api": "allocation API (cudaMalloc, cudaFree, hipMalloc, ...)",
-    "op": "bottom-level op enclosing the call",
-    "top_level_op": "outermost op on the stack",
-    "op_stack": "ops from outermost to innermost",
-    "source": "user's file:line, when stacks were recorded",
-    "count": "calls in steady-state steps",
-    "per_step": "calls per steady-state step",
+ALLOC_FIELDS: Fields = {
+    "api": typed("allocation API (cudaMalloc, cudaFree, hipMalloc, ...)", "text"),
+    "op": typed("bottom-level op enclosing the call", "text"),
+    "top_level_op": typed("outermost op on the stack", "text"),
+    "op_stack": typed("ops from outermost to innermost", "list"),
+    "source": typed("user's file:line, when stacks were recorded", "text"),
+    "count": typed("calls in steady-state steps", "integer"),
+    "per_step": typed("calls per steady-state step", "number"),
     "time_us": "CPU time in the calls (cudaFree also synchronizes the device)",
     "max_us": "longest call",
-    "steady_steps": "steady-state steps examined (analysis steps after the first profiled step); null when the trace has fewer than two steps",
-    "steady": "the calls were counted in steady-state steps; false: the trace has fewer than two steps and the calls after the device's first work were counted (warm-up cannot be told apart)",
-    "where_counted": "where the calls were counted and what that says of their cause, in words",
+    "steady_steps": typed("steady-state steps examined (analysis steps after the first profiled step); null when the trace has fewer than two steps", "integer"),
+    "steady": typed("the calls were counted in steady-state steps; false: the trace has fewer than two steps and the calls after the device's first work were counted (warm-up cannot be told apart)", "bool"),
+    "where_counted": typed("where the calls were counted and what that says of their cause, in words", "text"),
     "gpu_idle_us": "device idle time during the calls: the GPU waited while the host allocated or freed (null without device work)",
 }
 

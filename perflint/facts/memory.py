@@ -5,21 +5,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from perflint.facts import Context, Row, capability, enricher, fact
+from perflint.facts import Context, Fields, Row, capability, enricher, fact, typed
 from perflint.metrics.memory import gpu_memory_rows, memory_rows
 from perflint.model import Trace
 
-FIELDS = {
-    "device_id": "device index (Device Id of the [memory] events)",
-    "device": "device name",
+FIELDS: Fields = {
+    "device_id": typed("device index (Device Id of the [memory] events)", "integer"),
+    "device": typed("device name", "text"),
     "peak_allocated_bytes": "peak allocated bytes (max Total Allocated; else peak running sum of Bytes)",
     "peak_allocated_gib": "peak_allocated_bytes in GiB",
     "peak_reserved_bytes": "peak reserved (cached) bytes, when recorded",
     "device_memory_bytes": "device memory (deviceProperties totalGlobalMem)",
     "device_memory_gib": "device_memory_bytes in GiB",
     "peak_pct": "peak allocated / device memory, %",
-    "exact": "false when the trace has no Total Allocated and the peak is a lower bound from Bytes",
-    "events": "[memory] events for this device",
+    "exact": typed("false when the trace has no Total Allocated and the peak is a lower bound from Bytes", "bool"),
+    "events": typed("[memory] events for this device", "integer"),
 }
 
 

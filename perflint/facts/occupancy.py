@@ -13,28 +13,28 @@ from typing import Any
 
 import numpy as np
 
-from perflint.facts import Context, Row, enricher
+from perflint.facts import Context, Fields, Row, enricher, typed
 from perflint.facts._common import primary_device
 from perflint.facts.comm import comm_mask
 from perflint.memo import once
 from perflint.metrics.grid_knobs import grid_knob
 from perflint.metrics.occupancy import Occupancy, device_occupancy
 
-FIELDS = {
+FIELDS: Fields = {
     "theoretical_occupancy_pct": "theoretical occupancy % from block size, registers and shared memory (NVIDIA)",
-    "occupancy_limiter": "resource that limits resident blocks per SM: registers, shared_memory, warps or blocks",
-    "max_blocks_per_sm": "resident blocks per SM the launch configuration allows (theoretical)",
+    "occupancy_limiter": typed("resource that limits resident blocks per SM: registers, shared_memory, warps or blocks", "text"),
+    "max_blocks_per_sm": typed("resident blocks per SM the launch configuration allows (theoretical)", "integer"),
     "occupancy_eff_pct": "the trace's achieved-occupancy estimate, else the theoretical occupancy capped by the grid",
-    "occupancy_source": "trace | theoretical (where occupancy_eff_pct comes from)",
-    "occupancy_eff_limiter": "what holds occupancy_eff_pct down: 'grid size' when the grid is below the resident limit, null when the measured occupancy is well below the theoretical one (no resource limits it), else occupancy_limiter",
-    "grid_fill": "blocks per SM launched (trace `blocks per SM`, else blocks / SM count)",
-    "grid_knob": "what the user can change to give the kernel a larger grid, in words (the shape for library kernels, the launch grid for their own); null where the library alone decides",
-    "comm_sms": "SMs held by communication kernels running at the same time, time-weighted over the group's launches (null when none ran beside it)",
-    "free_grid_fill": "blocks per SM left free by those communication kernels, time-weighted (null when none ran beside it)",
-    "waves": "blocks / (SM count x max_blocks_per_sm), of each launch's own grid, time-weighted over the group",
+    "occupancy_source": typed("trace | theoretical (where occupancy_eff_pct comes from)", "text"),
+    "occupancy_eff_limiter": typed("what holds occupancy_eff_pct down: 'grid size' when the grid is below the resident limit, null when the measured occupancy is well below the theoretical one (no resource limits it), else occupancy_limiter", "text"),
+    "grid_fill": typed("blocks per SM launched (trace `blocks per SM`, else blocks / SM count)", "number"),
+    "grid_knob": typed("what the user can change to give the kernel a larger grid, in words (the shape for library kernels, the launch grid for their own); null where the library alone decides", "text"),
+    "comm_sms": typed("SMs held by communication kernels running at the same time, time-weighted over the group's launches (null when none ran beside it)", "text"),
+    "free_grid_fill": typed("blocks per SM left free by those communication kernels, time-weighted (null when none ran beside it)", "text"),
+    "waves": typed("blocks / (SM count x max_blocks_per_sm), of each launch's own grid, time-weighted over the group", "number"),
     "tail_wave_pct": "how full the last, partial wave is (% of a full wave), time-weighted over the launches whose last wave is partial; null when every launch's waves are whole",
     "tail_loss_us": "per launch with at least one full wave, the time its partial last wave leaves SMs idle (dur / ceil(waves) x (1 - fullness)), summed",
-    "warp_size": "threads per warp (64 on AMD CDNA)",
+    "warp_size": typed("threads per warp (64 on AMD CDNA)", "integer"),
 }
 
 

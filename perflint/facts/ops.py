@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from perflint.facts import Context, Row, fact
+from perflint.facts import Context, Fields, Row, fact, typed
 from perflint.facts._common import in_steps, kernel_op, primary_device, window_mask, window_us
 from perflint.facts._group import Groups, dense_ids, present_ids, sums
 from perflint.facts._optree import depth_is_nesting, op_arrays, op_info, op_levels, propagate
@@ -35,31 +35,31 @@ from perflint.metrics.kernel_classes import CAT_INDEX, classify
 from perflint.metrics.shapes import ALIGN, alignment, op_class, op_shape
 from perflint.model import KERNEL, NONE, OP_CPU, Trace
 
-FIELDS = {
-    "op": "innermost Tensor-Core-eligible op (aten::mm, addmm, bmm, baddbmm, matmul, linear, conv*)",
-    "op_class": "gemm | conv",
-    "op_stack": "ops from outermost to innermost (first instance)",
-    "top_level_op": "outermost op on the stack (first instance)",
-    "input_dims": "the op's Input Dims",
-    "dtype": "compute dtype: the op's first floating input, else the main matrix kernel's name",
-    "kernel": "the matrix (gemm/conv) kernel with the most time under the op",
-    "kernel_pass": "'backward' when that kernel ran in the op's backward pass (the op and its dims are the forward op's), null otherwise",
-    "kernel_dtype": "math dtype the kernel classification reads from that kernel's name (tf32 shows here, "
-    "also for cutlass tensorop_s1688 kernels on sm80+ whose names do not spell it)",
-    "kernel_align": "elements per load the kernel's name says it assumes (cutlass _alignN, xmma _alignaN)",
-    "kernel_note": "'the library fell back to <kernel> (N-element loads instead of M)' when kernel_align < align, else null",
-    "align_dtype": "dtype that sets the alignment (tf32 when the kernel is tf32, else dtype)",
-    "m": "implicit GEMM M (conv: N*P*Q, output pixels)",
-    "n": "implicit GEMM N (conv: output channels K)",
-    "k": "implicit GEMM K (conv: C*R*S/groups)",
-    "batch": "batch count (bmm / batched matmul), 1 otherwise",
-    "conv": "convolution dims {N, C, H, W, K, R, S, P, Q, groups} (3-D adds D, T, Z) and geometry "
-    "{stride, padding, dilation, transposed[, output_padding]}",
-    "shape_basis": "convolutions: 'concrete inputs' (geometry from the op's arguments) or 'assumed stride 1' "
-    "(none recorded: same padding, stride 1, P, Q = H, W); null for GEMMs",
-    "flops": "FLOPs per call: 2*batch*M*N*K, conv 2*N*K*P*Q*C*R*S/g (transposed: 2*N*C*H*W*K*R*S/g)",
-    "achieved_tflops": "flops*count / forward kernel time (null without kernels)",
-    "count": "calls in the analysis steps",
+FIELDS: Fields = {
+    "op": typed("innermost Tensor-Core-eligible op (aten::mm, addmm, bmm, baddbmm, matmul, linear, conv*)", "text"),
+    "op_class": typed("gemm | conv", "text"),
+    "op_stack": typed("ops from outermost to innermost (first instance)", "list"),
+    "top_level_op": typed("outermost op on the stack (first instance)", "text"),
+    "input_dims": typed("the op's Input Dims", "list"),
+    "dtype": typed("compute dtype: the op's first floating input, else the main matrix kernel's name", "text"),
+    "kernel": typed("the matrix (gemm/conv) kernel with the most time under the op", "text"),
+    "kernel_pass": typed("'backward' when that kernel ran in the op's backward pass (the op and its dims are the forward op's), null otherwise", "text"),
+    "kernel_dtype": typed("math dtype the kernel classification reads from that kernel's name (tf32 shows here, "
+    "also for cutlass tensorop_s1688 kernels on sm80+ whose names do not spell it)", "text"),
+    "kernel_align": typed("elements per load the kernel's name says it assumes (cutlass _alignN, xmma _alignaN)", "integer"),
+    "kernel_note": typed("'the library fell back to <kernel> (N-element loads instead of M)' when kernel_align < align, else null", "text"),
+    "align_dtype": typed("dtype that sets the alignment (tf32 when the kernel is tf32, else dtype)", "text"),
+    "m": typed("implicit GEMM M (conv: N*P*Q, output pixels)", "integer"),
+    "n": typed("implicit GEMM N (conv: output channels K)", "integer"),
+    "k": typed("implicit GEMM K (conv: C*R*S/groups)", "integer"),
+    "batch": typed("batch count (bmm / batched matmul), 1 otherwise", "integer"),
+    "conv": typed("convolution dims {N, C, H, W, K, R, S, P, Q, groups} (3-D adds D, T, Z) and geometry "
+    "{stride, padding, dilation, transposed[, output_padding]}", "object"),
+    "shape_basis": typed("convolutions: 'concrete inputs' (geometry from the op's arguments) or 'assumed stride 1' "
+    "(none recorded: same padding, stride 1, P, Q = H, W); null for GEMMs", "text"),
+    "flops": typed("FLOPs per call: 2*batch*M*N*K, conv 2*N*K*P*Q*C*R*S/g (transposed: 2*N*C*H*W*K*R*S/g)", "number"),
+    "achieved_tflops": typed("flops*count / forward kernel time (null without kernels)", "number"),
+    "count": typed("calls in the analysis steps", "integer"),
     "cpu_time_us": "CPU time of those calls",
     "kernel_time_us": "GPU time of kernels launched under the op, forward + backward",
     "fwd_kernel_time_us": "forward part of kernel_time_us",
@@ -68,19 +68,19 @@ FIELDS = {
     "kernel_share_pct": "kernel_time_us as % of all kernel time in the analysis steps",
     "time_us": "kernel_time_us, or cpu_time_us on a trace without GPU kernels",
     "time_share_pct": "kernel_share_pct, or CPU time share on a trace without GPU kernels",
-    "time_basis": "gpu | cpu: what time_us / time_share_pct measure",
+    "time_basis": typed("gpu | cpu: what time_us / time_share_pct measure", "text"),
     "tensor_core_kernel_pct": "% of the op's matrix-kernel time in Tensor Core kernels (null: none)",
-    "align": "dim multiple for align_dtype (8 fp16/bf16, 16 int8/fp8, 4 tf32; null fp32)",
-    "misaligned_dims": "dims not multiples of align, e.g. ['M=141'] (GEMM M/N/K, conv C/K)",
-    "misaligned_values": "the values of those dims, e.g. [141]",
-    "pad_hint": "each misaligned dim and its padded value, e.g. 'M 141->144, N 30522->30528'",
-    "padded": "misaligned dim -> padded value",
-    "padded_dims": "Input Dims with the misaligned dims padded",
+    "align": typed("dim multiple for align_dtype (8 fp16/bf16, 16 int8/fp8, 4 tf32; null fp32)", "integer"),
+    "misaligned_dims": typed("dims not multiples of align, e.g. ['M=141'] (GEMM M/N/K, conv C/K)", "list"),
+    "misaligned_values": typed("the values of those dims, e.g. [141]", "list"),
+    "pad_hint": typed("each misaligned dim and its padded value, e.g. 'M 141->144, N 30522->30528'", "text"),
+    "padded": typed("misaligned dim -> padded value", "object"),
+    "padded_dims": typed("Input Dims with the misaligned dims padded", "list"),
     "padding_waste_pct": "% of the padded problem's work that is padding",
-    "source": "user's file:line, when stacks were recorded",
-    "compute_capability": "major*10+minor for NVIDIA devices",
-    "vendor": "nvidia | amd | mtia | unknown",
-    "fp32_speedup_hint": "how to move fp32 matrix math to Tensor Cores on this device",
+    "source": typed("user's file:line, when stacks were recorded", "text"),
+    "compute_capability": typed("major*10+minor for NVIDIA devices", "integer"),
+    "vendor": typed("nvidia | amd | mtia | unknown", "text"),
+    "fp32_speedup_hint": typed("how to move fp32 matrix math to Tensor Cores on this device", "text"),
 }
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perflint.facts import Context, Row, fact
+from perflint.facts import Context, Fields, Row, fact, typed
 from perflint.facts._common import in_steps, window_us
 from perflint.facts._optree import on_chain
 from perflint.facts.memcpy import parse_memcpy
@@ -53,23 +53,23 @@ COPY_OPS = frozenset({"aten::to", "aten::_to_copy", "aten::copy_"})
 LOOP_MIN = 10  # iterations, as torch's matcher counts them
 LOOP_MAX_PERIOD = 8  # ops per iteration: longer repeats are layers of a model, not indexing
 
-FIELDS = {
-    "pattern": "single_tensor_optimizer | zero_grad_not_none | conv_bias_before_batchnorm | cpu_tensor_to_gpu | loop_indexing",
-    "what": "what matched: the optimizer class, the zeroing ops, the op pair, the repeated op sequence",
-    "op": "the op the pattern is about (the optimizer annotation, the zeroing op, the convolution, the copy, aten::select)",
-    "source": "user's file:line, when stacks were recorded",
-    "count": "times it happened in the analysis steps (whole trace without steps)",
-    "per_step": "count / steps (null without steps)",
-    "ops_per_step": "ops the pattern ran per analysis step (the optimizer's per-parameter ops, the zeroing ops)",
-    "iterations": "loop iterations per analysis step (loop_indexing; null otherwise)",
-    "launches": "kernel launches the pattern made in the analysis steps (null when the trace has no runtime calls)",
+FIELDS: Fields = {
+    "pattern": typed("single_tensor_optimizer | zero_grad_not_none | conv_bias_before_batchnorm | cpu_tensor_to_gpu | loop_indexing", "text"),
+    "what": typed("what matched: the optimizer class, the zeroing ops, the op pair, the repeated op sequence", "text"),
+    "op": typed("the op the pattern is about (the optimizer annotation, the zeroing op, the convolution, the copy, aten::select)", "text"),
+    "source": typed("user's file:line, when stacks were recorded", "text"),
+    "count": typed("times it happened in the analysis steps (whole trace without steps)", "integer"),
+    "per_step": typed("count / steps (null without steps)", "number"),
+    "ops_per_step": typed("ops the pattern ran per analysis step (the optimizer's per-parameter ops, the zeroing ops)", "number"),
+    "iterations": typed("loop iterations per analysis step (loop_indexing; null otherwise)", "number"),
+    "launches": typed("kernel launches the pattern made in the analysis steps (null when the trace has no runtime calls)", "integer"),
     "launch_us": "time in the launch calls the fix removes (single_tensor_optimizer)",
     "saved_us": "the rule's own estimate of the CPU time the fix removes (the step model's replay decides the impact)",
     "time_us": "CPU time of the matched ops in the analysis steps",
     "share_pct": "the rule's own saving estimate (saved_us, or launch_us) / analysed time, %",
-    "bytes": "bytes copied to the GPU (cpu_tensor_to_gpu; null otherwise)",
-    "fused": "the optimizer also has a fused implementation (fused=True), null for other patterns",
-    "steps": "number of analysis steps",
+    "bytes": typed("bytes copied to the GPU (cpu_tensor_to_gpu; null otherwise)", "integer"),
+    "fused": typed("the optimizer also has a fused implementation (fused=True), null for other patterns", "bool"),
+    "steps": typed("number of analysis steps", "integer"),
 }
 
 

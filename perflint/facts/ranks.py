@@ -17,18 +17,18 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from perflint.facts import Context, Row, enricher, run_source
+from perflint.facts import Context, Fields, Row, enricher, run_source, typed
 from perflint.metrics.stats import np_median
 from perflint.stepmodel.join import LATE_FIELDS
 
-FIELDS = {
-    "rank": "rank",
-    "path": "trace file of the rank",
-    "ranks": "ranks in the set",
-    "peers": "other ranks the rank is compared with",
-    "world_size": "world size (distributedInfo)",
-    "steps": "analysis steps of the rank",
-    "peer_min_steps": "fewest analysis steps among the other ranks",
+FIELDS: Fields = {
+    "rank": typed("rank", "integer"),
+    "path": typed("trace file of the rank", "text"),
+    "ranks": typed("ranks in the set", "integer"),
+    "peers": typed("other ranks the rank is compared with", "integer"),
+    "world_size": typed("world size (distributedInfo)", "integer"),
+    "steps": typed("analysis steps of the rank", "integer"),
+    "peer_min_steps": typed("fewest analysis steps among the other ranks", "integer"),
     "step_median_us": "median analysis-step time of the rank",
     "peer_step_median_us": "median over the other ranks of their median step time",
     "step_excess_pct": "step_median_us over peer_step_median_us, %",
@@ -36,22 +36,22 @@ FIELDS = {
     "peer_compute_us": "median over the other ranks of their compute_us",
     "compute_excess_pct": "compute_us over peer_compute_us, %",
     "excess_pct": "the larger of step_excess_pct and compute_excess_pct",
-    "metric": "which measure gives excess_pct: 'step time' or 'compute time'",
+    "metric": typed("which measure gives excess_pct: 'step time' or 'compute time'", "text"),
     "excess_us": "time per step over the peers on that measure",
     "late_cost_us": "the most critical-path time per step another rank of the run waited for this rank to arrive at collectives "
     "(ranks joined at their collectives; absent where no other rank's critical path waited for it, or the ranks could not be joined)",
-    "late_collectives": "collectives (in the analysed steps) the rank arrived at last, with the others waiting for it (ranks joined at their collectives)",
-    "joined_collectives": "the rank's collectives joined with the other ranks' (their ends agree)",
+    "late_collectives": typed("collectives (in the analysed steps) the rank arrived at last, with the others waiting for it (ranks joined at their collectives)", "integer"),
+    "joined_collectives": typed("the rank's collectives joined with the other ranks' (their ends agree)", "integer"),
     "late_us": "per step, how far the rank arrived after the next-latest rank, summed over the collectives it arrived at last",
     "late_max_us": "the most the rank arrived after the next-latest rank at one collective",
-    "late_collective": "the collective of late_max_us",
-    "late_step": "the step of late_max_us (null without steps)",
-    "late_before": "what the rank's critical path ran before the collective it arrived latest at in its median step: '<name> (<category>)'",
+    "late_collective": typed("the collective of late_max_us", "text"),
+    "late_step": typed("the step of late_max_us (null without steps)", "integer"),
+    "late_before": typed("what the rank's critical path ran before the collective it arrived latest at in its median step: '<name> (<category>)'", "text"),
     "late_waited_us": "per step, the other ranks' total wait in the collectives the rank arrived at last",
 }
 
 
-@enricher("trace", fields={"world_size": "world size (distributedInfo), when recorded"})
+@enricher("trace", fields={"world_size": typed("world size (distributedInfo), when recorded", "integer")})
 def _world_size(ctx: Context, row: Row) -> Row:
     return {"world_size": ctx.trace.world_size}
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from perflint.facts import Context, Row, enricher
+from perflint.facts import Context, Fields, Row, enricher, typed
 from perflint.facts._common import primary_device
 from perflint.metrics.devices import Match, device_part
 from perflint.metrics.dtypes import dtype_size
@@ -24,18 +24,18 @@ from perflint.metrics.shapes import op_shape
 
 TILE = 128  # output tile edge of the large-GEMM kernels cuBLAS / hipBLASLt pick for big problems
 
-FIELDS = {
-    "device_part": "the device's part in the peak table (docs/roofline.md), null when unknown or ambiguous",
-    "peak_note": "why the device has no peaks (unknown or ambiguous part), else how the part was chosen",
-    "tc_peak_tflops": "dense Tensor Core (matrix core) peak of the device for align_dtype, TFLOP/s (null: no such number)",
-    "bandwidth_gbps": "the device's peak memory bandwidth, GB/s",
+FIELDS: Fields = {
+    "device_part": typed("the device's part in the peak table (docs/roofline.md), null when unknown or ambiguous", "text"),
+    "peak_note": typed("why the device has no peaks (unknown or ambiguous part), else how the part was chosen", "text"),
+    "tc_peak_tflops": typed("dense Tensor Core (matrix core) peak of the device for align_dtype, TFLOP/s (null: no such number)", "number"),
+    "bandwidth_gbps": typed("the device's peak memory bandwidth, GB/s", "number"),
     "min_bytes": "least memory traffic per call: every operand read and the output written once, in align_dtype's size",
-    "intensity": "flops / min_bytes, FLOPs per byte (an upper bound)",
-    "attainable_tflops": "min(tc_peak_tflops, intensity x bandwidth): the roof the op's shape allows",
-    "matrix_tflops": "flops x count / fwd_matrix_time_us: the rate of the op's forward GEMM / convolution kernels, TFLOP/s",
-    "pct_of_attainable": "matrix_tflops as % of attainable_tflops",
-    "tiles": "128x128 output tiles per call (ceil(M/128) x ceil(N/128) x batch)",
-    "sm_count": "SMs / CUs of the device",
+    "intensity": typed("flops / min_bytes, FLOPs per byte (an upper bound)", "number"),
+    "attainable_tflops": typed("min(tc_peak_tflops, intensity x bandwidth): the roof the op's shape allows", "number"),
+    "matrix_tflops": typed("flops x count / fwd_matrix_time_us: the rate of the op's forward GEMM / convolution kernels, TFLOP/s", "number"),
+    "pct_of_attainable": typed("matrix_tflops as % of attainable_tflops", "number"),
+    "tiles": typed("128x128 output tiles per call (ceil(M/128) x ceil(N/128) x batch)", "integer"),
+    "sm_count": typed("SMs / CUs of the device", "integer"),
     "ideal_call_us": "time per call at the attainable roof, µs",
     "fwd_matrix_share_pct": "fwd_matrix_time_us as % of all kernel time in the analysis steps",
 }

@@ -13,24 +13,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from perflint.facts import Context, Row, enricher, run_source
+from perflint.facts import Context, Fields, Row, enricher, run_source, typed
 from perflint.facts.ranks import rank_sets
 
-FIELDS = {
-    "stage": "pipeline stage (0 = first)",
-    "stages": "pipeline stages of the run",
-    "ranks": "ranks running this stage",
-    "stage_ranks": "the ranks running this stage, in words ('2, 3')",
-    "path": "the run (the directory or the first rank's trace)",
-    "steps": "fewest analysis steps among the stage's ranks",
+FIELDS: Fields = {
+    "stage": typed("pipeline stage (0 = first)", "integer"),
+    "stages": typed("pipeline stages of the run", "integer"),
+    "ranks": typed("ranks running this stage", "integer"),
+    "stage_ranks": typed("the ranks running this stage, in words ('2, 3')", "text"),
+    "path": typed("the run (the directory or the first rank's trace)", "text"),
+    "steps": typed("fewest analysis steps among the stage's ranks", "integer"),
     "compute_us": "compute (non-communication) kernel time per step of the stage: mean over its ranks",
-    "fastest_stage": "the stage with the least compute per step",
+    "fastest_stage": typed("the stage with the least compute per step", "integer"),
     "fastest_compute_us": "compute per step of the fastest stage",
     "mean_compute_us": "mean compute per step over the stages",
     "imbalance_pct": "compute_us over fastest_compute_us, %",
-    "slowest": "this stage has the most compute per step (it sets the pipeline's pace)",
+    "slowest": typed("this stage has the most compute per step (it sets the pipeline's pace)", "bool"),
     "excess_us": "compute per step over the stages' mean: what balancing the stages could win per step",
-    "flops": "floating-point operations of the stage's ranks (their mean), where every rank's trace records them",
+    "flops": typed("floating-point operations of the stage's ranks (their mean), where every rank's trace records them", "number"),
     "flops_excess_pct": "flops over the stages' mean, % (MindInsight's parallel proposer flags a stage above 20%)",
 }
 
@@ -38,9 +38,9 @@ FIELDS = {
 @enricher(
     "trace",
     fields={
-        "pipeline_stage": "pipeline stage of the rank, when the trace records it",
-        "pipeline_stages": "pipeline stages of the run, when the trace records them",
-        "flops": "floating-point operations the rank ran over the profile, when the trace records them (MindSpore's flops_summary)",
+        "pipeline_stage": typed("pipeline stage of the rank, when the trace records it", "integer"),
+        "pipeline_stages": typed("pipeline stages of the run, when the trace records them", "integer"),
+        "flops": typed("floating-point operations the rank ran over the profile, when the trace records them (MindSpore's flops_summary)", "number"),
     },
 )
 def _stage(ctx: Context, row: Row) -> Row:

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from perflint.facts import Context, Row, enricher, fact
+from perflint.facts import Context, Fields, Row, enricher, fact, typed
 from perflint.facts._common import model
 from perflint.metrics.stats import np_median
 from perflint.stepmodel.critical import LABELS
 from perflint.units import plural
 
-FIELDS = {
-    "step": "ProfilerStep number (null: the whole trace, which has no step markers)",
-    "whole_trace": "true when the row is the whole trace (no ProfilerStep markers)",
+FIELDS: Fields = {
+    "step": typed("ProfilerStep number (null: the whole trace, which has no step markers)", "integer"),
+    "whole_trace": typed("true when the row is the whole trace (no ProfilerStep markers)", "bool"),
     "dur_us": "step CPU duration (its marker)",
     "window_us": "step window: max(CPU start, previous step's window end) to max(CPU end, end of the GPU work it launched)",
     "gpu_busy_us": "union of the kernels on the primary device inside the window",
@@ -24,11 +24,11 @@ FIELDS = {
     "memcpy_us": "union of the memcpys inside the window",
     "memset_us": "union of the memsets inside the window",
     "gpu_active_pct": "kernels, memcpy and memset together / window_us",
-    "kernel_count": "kernels launched in the step",
+    "kernel_count": typed("kernels launched in the step", "integer"),
     "kernel_time_us": "sum of the step's kernel durations",
     "longest_gap_us": "largest device idle gap inside the window",
-    "gap_count": "device idle gaps >= 1 ms inside the window",
-    "long_gap_count": "device idle gaps >= 500 ms (nsys gpu_gaps default) inside the window",
+    "gap_count": typed("device idle gaps >= 1 ms inside the window", "integer"),
+    "long_gap_count": typed("device idle gaps >= 500 ms (nsys gpu_gaps default) inside the window", "integer"),
     "idle_us": "window_us - time any GPU work ran",
 }
 
@@ -62,18 +62,18 @@ def steps_rows(ctx: Context) -> list[Row]:
     return out
 
 
-SUMMARY_FIELDS = {
+SUMMARY_FIELDS: Fields = {
     "step_busy_median_pct": "median GPU busy % over the analysis steps (the whole trace without steps)",
     "step_busy_min_pct": "GPU busy % of the least busy step",
     "step_busy_max_pct": "GPU busy % of the busiest step",
-    "step_busy_worst": "number of the least busy step (null without steps)",
+    "step_busy_worst": typed("number of the least busy step (null without steps)", "integer"),
     "step_busy_pct": "kernel busy time / window time over all analysis steps together",
     "step_idle_us": "window time without kernels over all analysis steps (upper bound of recoverable time)",
     "step_window_us": "total step window time",
-    "step_count": "steps the busy numbers cover (0: whole trace)",
-    "step_busy_scope": "where the busy numbers come from, in words",
-    "step_bound_by": "what the median step's critical path is made of: its three largest categories with their share of the step, in words (null without steps)",
-    "host_pace": "the host-side category that leads the median step's critical path (kernel launch overhead, CPU op dispatch / Python, data loading, host sync wait, cross-stream wait), null when GPU work leads it",
+    "step_count": typed("steps the busy numbers cover (0: whole trace)", "integer"),
+    "step_busy_scope": typed("where the busy numbers come from, in words", "text"),
+    "step_bound_by": typed("what the median step's critical path is made of: its three largest categories with their share of the step, in words (null without steps)", "text"),
+    "host_pace": typed("the host-side category that leads the median step's critical path (kernel launch overhead, CPU op dispatch / Python, data loading, host sync wait, cross-stream wait), null when GPU work leads it", "text"),
     "host_pace_pct": "that category's share of the median step, %",
 }
 

@@ -15,16 +15,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perflint.facts import Context, Row, enricher
+from perflint.facts import Context, Fields, Row, enricher, typed
 from perflint.facts._common import in_steps
 from perflint.kernelnames.parse import short_name
 from perflint.model import GPU_SYNC, NONE, Trace
 
-FIELDS = {
-    "xstream_waits": "cross-stream waits in the analysis steps that held a stream's ready work",
+FIELDS: Fields = {
+    "xstream_waits": typed("cross-stream waits in the analysis steps that held a stream's ready work", "integer"),
     "xstream_wait_us": "time those waits held ready work, per analysis step (µs; the whole trace without steps)",
     "xstream_wait_pct": "xstream_wait_us / the median step (the trace's span without steps), %",
-    "xstream_waited_for": "what the longest hold waited for: '<kernel> on stream R' (null without holds)",
+    "xstream_waited_for": typed("what the longest hold waited for: '<kernel> on stream R' (null without holds)", "text"),
 }
 
 

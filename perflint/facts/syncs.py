@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perflint.facts import Context, Row, capability, fact
+from perflint.facts import Context, Fields, Row, capability, fact, typed
 from perflint.facts._common import in_steps, model, runtime_in_window, window_us
 from perflint.facts._group import Groups, id_table, label_table, present_ids
 from perflint.facts._optree import OpInfo, on_chain, op_info, op_infos
@@ -36,26 +36,26 @@ def sync_op(name: str) -> str | None:
     return SYNC_OPS.get(name if name.startswith("aten::") else "aten::" + name)
 _DIRECTION = re.compile(r"Memcpy (\w+)")
 
-FIELDS = {
-    "kind": "what synchronized: a runtime API name, or the op (aten::item)",
-    "category": "device | stream | event | item | memcpy (a synchronous copy call) | pageable_copy (an async copy to pageable host memory, which waits for the copy)",
-    "op": "bottom-level op enclosing the sync (the sync op itself for aten::item)",
-    "top_level_op": "outermost op on the stack",
-    "op_stack": "ops from outermost to innermost",
-    "source": "user's file:line, when stacks were recorded",
-    "count": "syncs in the analysis steps (whole trace without steps)",
-    "per_step": "count / steps (null without steps)",
+FIELDS: Fields = {
+    "kind": typed("what synchronized: a runtime API name, or the op (aten::item)", "text"),
+    "category": typed("device | stream | event | item | memcpy (a synchronous copy call) | pageable_copy (an async copy to pageable host memory, which waits for the copy)", "text"),
+    "op": typed("bottom-level op enclosing the sync (the sync op itself for aten::item)", "text"),
+    "top_level_op": typed("outermost op on the stack", "text"),
+    "op_stack": typed("ops from outermost to innermost", "list"),
+    "source": typed("user's file:line, when stacks were recorded", "text"),
+    "count": typed("syncs in the analysis steps (whole trace without steps)", "integer"),
+    "per_step": typed("count / steps (null without steps)", "number"),
     "blocked_us": "total CPU time blocked in the sync calls",
-    "sync_note": "what kind of wait, in words, where the API name does not say it (null otherwise)",
+    "sync_note": typed("what kind of wait, in words, where the API name does not say it (null otherwise)", "text"),
     "gpu_idle_us": "device idle time the syncs caused: from each wait's return to the next GPU work, at most the wait's length (null without GPU work)",
     "mean_us": "mean blocked time per sync",
     "max_us": "longest sync",
     "share_pct": "blocked time / step time (GPU span without steps)",
-    "direction": "memcpy direction (HtoD, DtoH, DtoD...) for synchronous memcpy, else null",
-    "bytes": "bytes copied by the synchronous memcpy calls (null when not linked)",
+    "direction": typed("memcpy direction (HtoD, DtoH, DtoD...) for synchronous memcpy, else null", "text"),
+    "bytes": typed("bytes copied by the synchronous memcpy calls (null when not linked)", "integer"),
     "max_bytes": "largest single synchronous copy in the group",
-    "in_steps": "true when counted inside ProfilerSteps, false when the trace has none",
-    "steps": "number of analysis steps",
+    "in_steps": typed("true when counted inside ProfilerSteps, false when the trace has none", "bool"),
+    "steps": typed("number of analysis steps", "integer"),
 }
 
 

@@ -3,35 +3,35 @@ for run-level (multi-rank) rules; other modules add fields to it with `@enricher
 
 from __future__ import annotations
 
-from perflint.facts import Context, Row, fact
+from perflint.facts import Context, Fields, Row, fact, typed
 from perflint.facts._common import gpu_busy_pct, model, window_mask
 from perflint.metrics.temporal import temporal_breakdown
 from perflint.model import KERNEL
 
-FIELDS = {
-    "path": "trace file",
-    "rank": "rank (distributedInfo or file name)",
-    "device": "device name",
-    "sm_count": "SMs on the device",
-    "steps": "analysis steps (warm-up and last excluded): those the op and kernel events cover",
-    "timed_steps": "steps step time covers: every step marker's (warm-up and last excluded), also where the op events cover fewer than 'steps'",
+FIELDS: Fields = {
+    "path": typed("trace file", "text"),
+    "rank": typed("rank (distributedInfo or file name)", "integer"),
+    "device": typed("device name", "text"),
+    "sm_count": typed("SMs on the device", "integer"),
+    "steps": typed("analysis steps (warm-up and last excluded): those the op and kernel events cover", "integer"),
+    "timed_steps": typed("steps step time covers: every step marker's (warm-up and last excluded), also where the op events cover fewer than 'steps'", "integer"),
     "step_median_us": "median analysis-step duration (its window: CPU start to the end of the GPU work it launched)",
     "steps_time_us": "total analysis-step time (their windows)",
     "kernel_time_us": "kernel time launched in the analysis steps",
-    "kernel_count": "kernels launched in the analysis steps",
+    "kernel_count": typed("kernels launched in the analysis steps", "integer"),
     "gpu_utilization_pct": "GPU busy %: merged kernel time / window time over the analysis steps (the whole trace without steps)",
     "idle_pct": "HTA temporal breakdown idle %",
     "has_steps": "the trace has ProfilerStep markers",
-    "recorded_steps": "ProfilerStep markers in the trace (analysis steps leave out the first and last when there are 3 or more)",
+    "recorded_steps": typed("ProfilerStep markers in the trace (analysis steps leave out the first and last when there are 3 or more)", "integer"),
     "has_device_properties": "the trace has deviceProperties",
     "has_input_dims": "some op recorded Input Dims",
     "has_gpu_kernels": "the trace has kernel events besides communication (a step trace's collective spans alone are not a kernel timeline)",
-    "steps_what": "what the trace's profiler calls its step markers",
-    "steps_fix": "how to record step markers with the trace's profiler",
-    "shapes_what": "what the trace's profiler calls operator input shapes",
-    "shapes_fix": "how to record input shapes with the trace's profiler",
-    "device_what": "what the trace's profiler calls the device's properties",
-    "device_fix": "how to record the device's properties with the trace's profiler",
+    "steps_what": typed("what the trace's profiler calls its step markers", "text"),
+    "steps_fix": typed("how to record step markers with the trace's profiler", "text"),
+    "shapes_what": typed("what the trace's profiler calls operator input shapes", "text"),
+    "shapes_fix": typed("how to record input shapes with the trace's profiler", "text"),
+    "device_what": typed("what the trace's profiler calls the device's properties", "text"),
+    "device_fix": typed("how to record the device's properties with the trace's profiler", "text"),
 }
 
 

@@ -150,7 +150,8 @@ def test_entry_point_metric_used_by_a_yaml_rule(tmp_path: Path, capsys, monkeypa
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: flopsplugin\nVersion: 1.0\n")
     (dist / "entry_points.txt").write_text("[perflint.facts]\nflops = flopsplugin:register\n")
     monkeypatch.syspath_prepend(str(pkg))
-    from perflint.facts import load_all, load_plugins
+    from perflint.facts import load_plugins
+    from perflint.facts.builtin import load_all
 
     load_all()
     assert "flops" in load_plugins()

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from perflint import ids
-from perflint.facts import Context, load_all, rows
+from perflint.facts import Context, rows
 from perflint.facts import launch as launch_facts
+from perflint.facts.builtin import load_all
 from perflint.graph.load import load_trace
 from perflint.readers.nsys import queries
 from perflint.stepmodel import step_model

@@ -18,12 +18,13 @@ import pytest
 
 from perflint import facts
 from perflint.cli import main
+from perflint.facts.builtin import load_all
 from perflint.graph.load import load_trace
 from perflint.metrics.shapes import BASIS_ASSUMED, BASIS_CONCRETE, alignment, conv_shape, op_class, op_shape
 from tests.builder import TraceBuilder
 from tests.conftest import FIXTURES, shared_trace
 
-facts.load_all()
+load_all()
 
 RESNET_MI300 = "tracelens/traces/mi300/resnet_act_checkpoint.json.gz"
 TF32_MIXED = "hta/negative_queue_length_values_check/rank0.json.gz"  # cutlass TF32 + SIMT sgemm

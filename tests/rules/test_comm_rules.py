@@ -60,7 +60,7 @@ def test_comm_advice_follows_the_traffic() -> None:
 def test_a_rank_of_a_larger_job_is_never_a_single_process_run(tmp_path: object) -> None:
     from pathlib import Path
 
-    from perflint.facts import CAPABILITIES, Context
+    from perflint.facts import REGISTRY, Context
     from perflint.graph.load import load_trace
     from tests.builder import TraceBuilder
 
@@ -68,7 +68,7 @@ def test_a_rank_of_a_larger_job_is_never_a_single_process_run(tmp_path: object) 
     b.step(1, 0, 1000)
     b.op("aten::mm", 5, 10)
     b.kernel("ampere_sgemm_128x64_tn", 20, 300, launch_ts=6)
-    reason = CAPABILITIES["communication"](Context(load_trace(b.write(Path(tmp_path) / "r.json"))))
+    reason = REGISTRY.capabilities["communication"].check(Context(load_trace(b.write(Path(tmp_path) / "r.json"))))
     assert reason is not None and "64-process job" in reason and "single-process" not in reason
 
 

@@ -305,7 +305,8 @@ def test_syncs_outside_ops_get_the_users_line(report: dict[str, dict[str, Any]])
     lo, hi = _step_spans(raw)[1]
     call = next(e for e in raw if e.get("name") == "cudaDeviceSynchronize" and lo <= e["ts"] <= hi)
     # Three 5 µs waits cost the GPU too little idle time for a finding: read the fact row.
-    from perflint.facts import Context, load_all, rows
+    from perflint.facts import Context, rows
+    from perflint.facts.builtin import load_all
 
     load_all()
     ctx = Context(load_trace(_path("sync_item")))
@@ -335,7 +336,8 @@ def test_a_saturated_gpu_is_not_reported_idle(report: dict[str, dict[str, Any]])
     doc = load_trace(_path("clean_bf16"))
     assert temporal_breakdown(doc)["idle_pct"] < 5.0
     from perflint import facts
+    from perflint.facts.builtin import load_all
 
-    facts.load_all()
+    load_all()
     mine = [r["gpu_busy_pct"] for r in facts.rows(facts.Context(doc), "steps")]
     assert mine == pytest.approx(raw, abs=0.05)

@@ -27,7 +27,8 @@ def test_bert_small_h100_is_launch_bound(capsys: pytest.CaptureFixture[str]) -> 
 def test_alexnet_launch_outliers_are_grouped(capsys: pytest.CaptureFixture[str]) -> None:
     """HTA cutoffs, per API x op; the multi-second lazy-loading cudaLaunchKernel is no launch
     overhead a user can win back: counted apart (slow_calls), never as recoverable outlier time."""
-    from perflint.facts import Context, load_all, rows
+    from perflint.facts import Context, rows
+    from perflint.facts.builtin import load_all
     from perflint.graph.load import load_trace
 
     load_all()

@@ -34,7 +34,8 @@ def test_alexnet_host_syncs_without_steps(capsys: pytest.CaptureFixture[str]) ->
 
 
 def _sync_rows(path: str) -> list[dict[str, Any]]:
-    from perflint.facts import Context, load_all, rows
+    from perflint.facts import Context, rows
+    from perflint.facts.builtin import load_all
     from perflint.graph.load import load_trace
 
     load_all()

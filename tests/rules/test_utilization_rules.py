@@ -37,7 +37,8 @@ def test_resnet50_num_workers_0_busier_than_num_workers_4(capsys: pytest.Capture
 
 
 def test_resnet50_num_workers_0_gaps_blame_the_dataloader() -> None:
-    from perflint.facts import Context, load_all, rows
+    from perflint.facts import Context, rows
+    from perflint.facts.builtin import load_all
     from perflint.graph.load import load_trace
 
     load_all()

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from perflint.baseline.snapshot import trace_snapshot
-from perflint.facts import Context, load_all, rows
+from perflint.facts import Context, rows
+from perflint.facts.builtin import load_all
 from perflint.graph.load import load_traces
 from perflint.metrics.stats import np_median
 from perflint.readers import discover
