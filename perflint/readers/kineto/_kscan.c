@@ -36,12 +36,15 @@
     X(I_EXT, "ext_id") X(I_FWD, "fwd_tid") X(I_SEQ, "seq") X(I_DEV, "device") X(I_STREAM, "stream")                   \
     X(I_CORR, "correlation") X(I_REGS, "regs") X(I_SHMEM, "shmem") X(I_G0, "grid.x") X(I_G1, "grid.y")              \
     X(I_G2, "grid.z") X(I_B0, "block.x") X(I_B1, "block.y") X(I_B2, "block.z") X(I_NBYTES, "nbytes")                 \
+    X(I_IN_NELEMS, "in_nelems") X(I_OUT_NELEMS, "out_nelems") X(I_GROUP_SIZE, "group_size") X(I_COMM_SEQ, "comm_seq") \
+    X(I_RANK_START, "rank_start") X(I_RANK_STRIDE, "rank_stride")                                                     \
     X(I_MEM_BYTES, "mem_bytes") X(I_TOTAL_ALLOC, "total_allocated") X(I_TOTAL_RES, "total_reserved")                  \
     X(I_DEV_TYPE, "device_type") X(I_DEV_ID, "device_id") X(I_WAIT_STREAM, "wait_stream") X(I_WAIT_CORR, "wait_corr")
 /* S_CAT ("kind"): the category's string id, which the kind column is read from */
 #define I32_ROWS(X)                                                                                                     \
     X(S_CAT, "kind") X(S_NAME, "name") X(S_PAIR, "thread") X(S_DIMS, "dims") X(S_TYPES, "types")                      \
-    X(S_CONC, "concrete") X(S_COLL, "collective") X(S_STACK, "stack")
+    X(S_CONC, "concrete") X(S_COLL, "collective") X(S_DTYPE, "comm_dtype") X(S_PG_NAME, "pg_name")                     \
+    X(S_PG_DESC, "pg_desc") X(S_PG_RANKS, "pg_ranks") X(S_STACK, "stack")
 #define U8_ROWS(X) X(U_PH, "ph") X(U_ODD, "odd")
 #define AS_ENUM(id, name) id,
 #define AS_NAME(id, name) name,
@@ -620,30 +623,41 @@ generic:
     X(A_NBYTES, "bytes") X(A_COLL, "Collective name") X(A_STACK, "Call stack") X(A_EXT_LC, "external id")            \
     X(A_MEM_BYTES, "Bytes") X(A_TOTAL_ALLOC, "Total Allocated") X(A_TOTAL_RES, "Total Reserved")                      \
     X(A_DEV_TYPE, "Device Type") X(A_DEV_ID, "Device Id") X(A_WAIT_STREAM, "wait_on_stream")                        \
-    X(A_WAIT_CORR, "wait_on_cuda_event_record_corr_id")
+    X(A_WAIT_CORR, "wait_on_cuda_event_record_corr_id") X(A_IN, "In msg nelems") X(A_OUT, "Out msg nelems")          \
+    X(A_GSIZE, "Group size") X(A_DTYPE, "dtype") X(A_PG_NAME, "Process Group Name")                                   \
+    X(A_PG_DESC, "Process Group Description") X(A_PG_RANKS, "Process Group Ranks") X(A_CSEQ, "Seq")                  \
+    X(A_RSTART, "Global rank start") X(A_RSTRIDE, "Global rank stride")
 enum { ARG_KEYS(AS_ENUM) A_NONE };
 static const char *const arg_names[] = {ARG_KEYS(AS_NAME)};
-/* member() marks the keys seen in an unsigned bit set */
-_Static_assert(A_NONE <= 32, "more arg keys than bits in `seen`");
+/* member() marks the keys seen in a 64-bit set */
+_Static_assert(A_NONE <= 64, "more arg keys than bits in `seen`");
 
 static int arg_key(const char *k, Py_ssize_t n) {
 #define K(lit, id) if (n == (Py_ssize_t)sizeof(lit) - 1 && memcmp(k, lit, sizeof(lit) - 1) == 0) return id
     switch (n) {
+    case 3: K("Seq", A_CSEQ); break;
     case 4: K("grid", A_GRID); break;
-    case 5: K("block", A_BLOCK); K("bytes", A_NBYTES); K("Bytes", A_MEM_BYTES); break;
+    case 5: K("block", A_BLOCK); K("bytes", A_NBYTES); K("Bytes", A_MEM_BYTES); K("dtype", A_DTYPE); break;
     case 6: K("device", A_DEV); K("stream", A_STREAM); break;
     case 9: K("Device Id", A_DEV_ID); break;
-    case 10: K("Input Dims", A_DIMS); K("Input type", A_TYPES); K("Call stack", A_STACK); break;
+    case 10:
+        K("Input Dims", A_DIMS); K("Input type", A_TYPES); K("Call stack", A_STACK); K("Group size", A_GSIZE);
+        break;
     case 11: K("External id", A_EXT); K("correlation", A_CORR); K("external id", A_EXT_LC); K("Device Type", A_DEV_TYPE); break;
-    case 14: K("Total Reserved", A_TOTAL_RES); K("wait_on_stream", A_WAIT_STREAM); break;
+    case 14: K("Total Reserved", A_TOTAL_RES); K("wait_on_stream", A_WAIT_STREAM); K("Out msg nelems", A_OUT); break;
     case 12: K("warps per SM", A_WPS); break;
-    case 13: K("Fwd thread id", A_FWD); K("shared memory", A_SHMEM); K("blocks per SM", A_BPS); break;
+    case 13:
+        K("Fwd thread id", A_FWD); K("shared memory", A_SHMEM); K("blocks per SM", A_BPS); K("In msg nelems", A_IN);
+        break;
+    case 17: K("Global rank start", A_RSTART); break;
+    case 18: K("Process Group Name", A_PG_NAME); K("Global rank stride", A_RSTRIDE); break;
+    case 19: K("Process Group Ranks", A_PG_RANKS); break;
     case 15:
         K("Sequence number", A_SEQ); K("Collective name", A_COLL); K("Total Allocated", A_TOTAL_ALLOC);
         K("Concrete Inputs", A_CONC);
         break;
     case 20: K("registers per thread", A_REGS); break;
-    case 25: K("est. achieved occupancy %", A_OCC); break;
+    case 25: K("est. achieved occupancy %", A_OCC); K("Process Group Description", A_PG_DESC); break;
     case 33: K("wait_on_cuda_event_record_corr_id", A_WAIT_CORR); break;
     }
 #undef K
@@ -824,7 +838,7 @@ static int refuse(Scan *s, const char *start) {
 /* An object's next key (via the key cache) and its colon: 0 with *id set (`none` for a key not
    read), else -1 as event() returns it. A repeated key read is refused: msgspec keeps the last. */
 static int member(Scan *s, KeyCache *kc, int *prev, int (*lookup)(const char *, Py_ssize_t), int none,
-                  unsigned *seen, int *id, const char *start) {
+                  uint64_t *seen, int *id, const char *start) {
     int slot = next_key(s, kc, *prev, lookup, id);
     if (slot == -2) return -1;
     if (slot == -3) return refuse(s, start);
@@ -834,8 +848,8 @@ static int member(Scan *s, KeyCache *kc, int *prev, int (*lookup)(const char *, 
     s->p++;
     ws(s);
     if (*id != none) {
-        if (*seen & (1u << *id)) return refuse(s, start);
-        *seen |= 1u << *id;
+        if (*seen & (1ull << *id)) return refuse(s, start);
+        *seen |= 1ull << *id;
     }
     return 0;
 }
@@ -846,7 +860,7 @@ static int event(Scan *s) {
     if (s->p >= s->end || *s->p != '{') { s->bad = 1; return -1; }
     if (s->n == s->cap && grow(s) < 0) { s->bad = NOMEM; return -1; }
     s->p++;
-    unsigned seen = 0, aseen = 0;
+    uint64_t seen = 0, aseen = 0;
     int xbad = 0; /* refused by the X struct only (other phases do not read these fields) */
     int args_kind = V_MISSING;
     Span ph = {0}, cat = {0}, name = {0};
@@ -1018,14 +1032,14 @@ static int event(Scan *s) {
     s->U[U_ODD][i] = (uint8_t)odd;
 
     int32_t id;
-    if (seen & (1u << E_CAT)) {
+    if (seen & (1ull << E_CAT)) {
         if ((id = str_id(s, &cat)) == -2) { s->bad = NOMEM; return -1; }
     } else {
         Span e = {EMPTY_TEXT, 0, 0, 0};
         if ((id = str_id(s, &e)) == -2) { s->bad = NOMEM; return -1; }
     }
     s->S[S_CAT][i] = id;
-    if (seen & (1u << E_NAME)) {
+    if (seen & (1ull << E_NAME)) {
         if ((id = str_id(s, &name)) == -2) { s->bad = NOMEM; return -1; }
     } else {
         Span e = {NONE_TEXT, 4, 0, 0}; /* the lenient builder names a nameless event str(None) */
@@ -1046,9 +1060,27 @@ static int event(Scan *s) {
         s->S[S_STACK][i] = id;
     }
     s->S[S_COLL][i] = NONE_ID;
+    /* The rest of the collective metadata, read only from an event with a Collective name (the
+       comms table's rows; the other events' entries are never read). */
+    static const int counts[][2] = {{A_IN, I_IN_NELEMS}, {A_OUT, I_OUT_NELEMS}, {A_GSIZE, I_GROUP_SIZE},
+                                    {A_CSEQ, I_COMM_SEQ}, {A_RSTART, I_RANK_START}, {A_RSTRIDE, I_RANK_STRIDE}};
+    static const int texts[][2] = {{A_DTYPE, S_DTYPE}, {A_PG_NAME, S_PG_NAME}, {A_PG_DESC, S_PG_DESC}, {A_PG_RANKS, S_PG_RANKS}};
+    for (int j = 0; j < 6; j++) s->I[counts[j][1]][i] = NONE_ID;
+    for (int j = 0; j < 4; j++) s->S[texts[j][1]][i] = NONE_ID;
     if (a[A_COLL].kind == V_STR) {
         if ((id = str_id(s, &a[A_COLL].str)) == -2) { s->bad = NOMEM; return -1; }
         s->S[S_COLL][i] = id;
+        /* a count: a JSON integer >= 0 (codes.count_or_none); anything else is unknown */
+        for (int j = 0; j < 6; j++) {
+            const Val *v = &a[counts[j][0]];
+            if (v->kind == V_INT && v->i >= 0) s->I[counts[j][1]][i] = v->i;
+        }
+        for (int j = 0; j < 4; j++) {
+            const Val *v = &a[texts[j][0]];
+            if (v->kind != V_STR) continue;
+            if ((id = str_id(s, &v->str)) == -2) { s->bad = NOMEM; return -1; }
+            s->S[texts[j][1]][i] = id;
+        }
     }
     s->n++;
     return 0;

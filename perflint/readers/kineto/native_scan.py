@@ -22,8 +22,10 @@ import numpy as np
 from perflint.ids import distinct
 from perflint.model import NONE
 from perflint.readers.kineto.builder import ColumnBuilder, Rows
-from perflint.readers.kineto.codes import CAT_CODES, G_CPR, G_GPU, G_TRACE, GROUP, KIND_OF, MEM_CODE, TABLE_GROUPS
+from perflint.readers.kineto.codes import CAT_CODES, G_CPR, G_GPU, G_TRACE, GROUP, KIND_OF, MEM_CODE, SIDE_OF, TABLE_GROUPS
 from perflint.readers.kineto.columns import (
+    COLLECTIVE,
+    COMMS_SOURCES,
     DIM3,
     KIND,
     NAME,
@@ -32,6 +34,7 @@ from perflint.readers.kineto.columns import (
     RAW,
     ROW,
     SCANNER_ROWS,
+    SIDE,
     TABLES,
     TEXT,
     THREAD,
@@ -179,6 +182,8 @@ def _column(ns: NativeSlice, col: Column, idx: np.ndarray, slut: np.ndarray, rlu
     out: np.ndarray
     if rule == KIND:
         out = KIND_OF[ns.codes[idx]]
+    elif rule == SIDE:
+        out = SIDE_OF[ns.codes[idx]]
     elif rule == THREAD:
         out = tlut[ns.S[ROW[f.name]][idx]]
     elif rule == RAW:
@@ -190,7 +195,7 @@ def _column(ns: NativeSlice, col: Column, idx: np.ndarray, slut: np.ndarray, rlu
     elif rule == DIM3:
         r = ROW[f.rows[0]]
         out = np.ascontiguousarray(ns.I[r : r + 3][:, idx].T)
-    else:  # ID, STREAM, DEVICE
+    else:  # ID, COUNT, STREAM, DEVICE
         out = ns.I[ROW[f.name]][idx].astype(f.dtype, copy=False)
     return out
 
@@ -200,6 +205,7 @@ _READ = {t: read_columns(t) for t in TABLES}
 _STRING_ROWS = {t: [ROW[c.field.name] for c in cols if c.field.rule in (NAME, TEXT, NONEMPTY_TEXT)] for t, cols in _READ.items()}
 _RAW_ROWS = {t: [ROW[c.field.name] for c in cols if c.field.rule == RAW] for t, cols in _READ.items()}
 _THREAD_ROWS = {t: [ROW[c.field.name] for c in cols if c.field.rule == THREAD] for t, cols in _READ.items()}
+_COLLECTIVE_ROW = ROW[COLLECTIVE.name]
 
 
 def add_native(b: ColumnBuilder, ns: NativeSlice) -> None:
@@ -211,6 +217,12 @@ def add_native(b: ColumnBuilder, ns: NativeSlice) -> None:
     S, group = ns.S, ns.group
     rows_of = {t: np.flatnonzero(group == g) for t, g in TABLE_GROUPS.items()}
     rows_of = {t: idx for t, idx in rows_of.items() if len(idx)}
+    named = [idx for t, idx in rows_of.items() if t in COMMS_SOURCES]
+    if named:
+        comms = np.sort(np.concatenate(named)) if len(named) > 1 else named[0]
+        comms = comms[S[_COLLECTIVE_ROW][comms] != NONE]
+        if len(comms):
+            rows_of["comms"] = comms
 
     def used(which: dict[str, list[int]]) -> np.ndarray:
         parts = [S[r][idx] for t, idx in rows_of.items() for r in which[t]]
