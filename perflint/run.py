@@ -148,6 +148,7 @@ def run_check(
     from perflint.engine.run import check_run
     from perflint.findings import RunResult, SkippedFile
     from perflint.selection import apply_suppressions, select_rules
+    from perflint.stepmodel.comm_table import add_waits
     from perflint.stepmodel.join import RankEntry, caused_waits, join_ranks
 
     check_choices(opts)
@@ -180,6 +181,8 @@ def run_check(
     traces = [o.result for o in outcomes if o.error is None]
     entries = [RankEntry(t.path, t.rank, t.collectives, t.metrics["step_model"]) for t in traces]
     join_ranks(entries)
+    for t in traces:
+        add_waits(t.metrics["communication"], t.collectives)
     caused = caused_waits(entries)
     for t in traces:
         if t.rank_row and t.rank is not None:
@@ -243,8 +246,12 @@ def run_summary(
         outcomes = prepared.run(wrap(fn) if wrap is not None else fn)
     finally:
         prepared.close()
+    from perflint.stepmodel.comm_table import add_waits
     from perflint.stepmodel.join import RankEntry, join_ranks
 
     done = [o.result for o in outcomes if o.error is None]
-    join_ranks([RankEntry(d["path"], d["rank"], d.pop("_collectives", {}), d["step_model"]) for d in done])
+    entries = [RankEntry(d["path"], d["rank"], d.pop("_collectives", {}), d["step_model"]) for d in done]
+    join_ranks(entries)
+    for d, e in zip(done, entries):
+        add_waits(d["communication"], e.collectives)
     return outcomes

@@ -70,7 +70,7 @@ def _link(m: StepModel) -> tuple[dict[str, Any] | None, str | None]:
     if part is None:
         return None, f"the device's link is unknown: {match.reason}"
     if part.link is None:
-        return None, f"the GPU-to-GPU link of the {part.part} is unknown (it depends on the system): no peak beside the bus bandwidth"
+        return None, f"the device table gives no GPU-to-GPU link peak for the {part.part}: no peak beside the bus bandwidth"
     link = part.link
     return {"kind": link.kind, "gbps": link.gbps, "part": part.part, "source": part.source}, None
 
