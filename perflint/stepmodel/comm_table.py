@@ -27,8 +27,8 @@ import numpy as np
 
 from perflint.metrics.collectives import Collective, bus_factor, collectives, gbps
 from perflint.metrics.devices import device_part
-from perflint.model import NONE
-from perflint.stepmodel import StepModel
+from perflint.model import NONE, Trace
+from perflint.stepmodel import StepModel, step_model
 from perflint.stepmodel.collectives import collective_rows
 from perflint.stepmodel.window import step_at
 
@@ -196,4 +196,21 @@ def add_waits(doc: dict[str, Any], rows: dict[str, Any]) -> None:
     doc["notes"] = [n for n in doc["notes"] if n != ALONE]
 
 
-__all__ = ["ALONE", "COLUMNS", "add_waits", "comms", "table", "window_calls"]
+def trace_table(t: Trace, include_edge_steps: bool = False) -> dict[str, Any]:
+    """One trace's `communication` table, alone (no other rank to join: no waits)."""
+    return comms(step_model(t, include_edge_steps), on_path=False)[0]
+
+
+def join_tables(results: list[dict[str, Any]]) -> None:
+    """Join the ranks of each run among per-trace results (dicts with "path", "rank",
+    "communication", the collective rows under "_collectives", which are taken out, and
+    optionally their "step_model" summary, which the join completes) and fill the tables' waits."""
+    from perflint.stepmodel.join import RankEntry, join_ranks
+
+    entries = [RankEntry(d["path"], d["rank"], d.pop("_collectives", {}), d.get("step_model", {})) for d in results]
+    join_ranks(entries)
+    for d, e in zip(results, entries):
+        add_waits(d["communication"], e.collectives)
+
+
+__all__ = ["ALONE", "COLUMNS", "add_waits", "comms", "join_tables", "table", "trace_table", "window_calls"]
