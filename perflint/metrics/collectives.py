@@ -7,9 +7,9 @@ op, and from PyTorch 2.4 the collective's kernel itself), from the kernels it ra
   op (the op with the kernel's External id, else the nearest enclosing op that has one);
 - a record no kernel took is a call without GPU time (a group of one rank runs no kernel; gloo
   runs on the host; its kernels may lie outside the profiled window);
-- a communication kernel no record describes is a call of its own, known by its launching
-  collective op's name (c10d::allreduce_, nccl:all_reduce, an NVTX ncclAllReduce range) or its own
-  name (ncclDevKernel_AllReduce_Sum_f32_RING_LL).
+- a communication kernel no record describes is a call of its own, known by the collective name a
+  reader set on it (gpu.collective), its launching collective op's name (c10d::allreduce_,
+  nccl:all_reduce, an NVTX ncclAllReduce range) or its own name (ncclDevKernel_AllReduce_Sum_f32_RING_LL).
 
 Sizes follow the nccl-tests convention (doc/PERFORMANCE.md of NVIDIA/nccl-tests): the bytes of an
 all-reduce, broadcast or reduce are its buffer; of an all-gather its output; of a reduce-scatter
@@ -343,15 +343,16 @@ def _add_kernel(t: Trace, call: Collective, row: int) -> None:
     nk = nccl_kernel(fn)
     if call.kernel_name is None:
         call.kernel_name = fn
+    if call.recorded is None and int(g.collective[row]) != NONE:  # a name a reader set on the kernel alone
+        call.recorded = t.s(int(g.collective[row]))
+        call.kind = call.kind or collective_type(call.recorded)
+    if call.kind is None:  # no record: its launching collective op, else its own name
+        call.kind = _op_kind(t, row) or (nk.collective if nk else None)
     if nk is not None:
         call.algorithm = call.algorithm or nk.algorithm
         call.protocol = call.protocol or nk.protocol
-        if call.kind is None:
-            call.kind = nk.collective
         if call.dtype is None and nk.collective in ("all_reduce", "reduce_scatter", "reduce"):
             call.dtype = nk.dtype
-    if call.kind is None:
-        call.kind = _op_kind(t, row)
 
 
 def _record_ops(t: Trace, rec: _Records) -> dict[int, int]:
