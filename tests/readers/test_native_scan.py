@@ -230,7 +230,7 @@ def test_scanner_refuses_what_it_does_not_check() -> None:
     good = b'{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 2, "ts": 1.5e1, "dur": 2}'
     odd = b'{"ph": "i", "name": "[memory]", "pid": 1, "tid": 2, "ts": 3, "args": {"Bytes": 2.5}}'
     buf = good + b" , " + odd + b",\n" + good
-    n, f64, _, _, _, offs, strs, raws, pairs, nxt = native_scan._kscan.scan(buf, 0, len(buf))
+    n, f64, _, _, _, offs, strs, raws, pairs, *_, nxt = native_scan._kscan.scan(buf, 0, len(buf))
     assert n == 1
     assert list(memoryview(offs).cast("q")) == [0, len(good) + 3]
     assert nxt == len(good) + 3 + len(odd) + 2

@@ -61,6 +61,7 @@ class Field:
     strict: Any = Any
     event: bool = False
     sparse: bool = False  # usually absent: a column of only the default is kept as one value
+    record: bool = False  # read from events with a Collective name only: the scanner's collective records
 
     @property
     def attrs(self) -> tuple[str, ...]:
@@ -136,16 +137,16 @@ COLLECTIVE = Field("collective", ("Collective name",), TEXT, I32)
 # collective's kernel): read into the comms table only, from the events that have a Collective
 # name. Untyped in the strict schema: a damaged value is unknown, never a failed decode.
 SIDE_F = Field("side", ("cat",), SIDE, I8, 0, event=True)
-IN_NELEMS = Field("in_nelems", ("In msg nelems",), COUNT, I64)
-OUT_NELEMS = Field("out_nelems", ("Out msg nelems",), COUNT, I64)
-GROUP_SIZE = Field("group_size", ("Group size",), COUNT, I64)
-COMM_DTYPE = Field("comm_dtype", ("dtype",), TEXT, I32)
-PG_NAME = Field("pg_name", ("Process Group Name",), TEXT, I32)
-PG_DESC = Field("pg_desc", ("Process Group Description",), TEXT, I32)
-PG_RANKS = Field("pg_ranks", ("Process Group Ranks",), TEXT, I32)
-COMM_SEQ = Field("comm_seq", ("Seq",), COUNT, I64)
-RANK_START = Field("rank_start", ("Global rank start",), COUNT, I64)
-RANK_STRIDE = Field("rank_stride", ("Global rank stride",), COUNT, I64)
+IN_NELEMS = Field("in_nelems", ("In msg nelems",), COUNT, I64, record=True)
+OUT_NELEMS = Field("out_nelems", ("Out msg nelems",), COUNT, I64, record=True)
+GROUP_SIZE = Field("group_size", ("Group size",), COUNT, I64, record=True)
+COMM_DTYPE = Field("comm_dtype", ("dtype",), TEXT, I32, record=True)
+PG_NAME = Field("pg_name", ("Process Group Name",), TEXT, I32, record=True)
+PG_DESC = Field("pg_desc", ("Process Group Description",), TEXT, I32, record=True)
+PG_RANKS = Field("pg_ranks", ("Process Group Ranks",), TEXT, I32, record=True)
+COMM_SEQ = Field("comm_seq", ("Seq",), COUNT, I64, record=True)
+RANK_START = Field("rank_start", ("Global rank start",), COUNT, I64, record=True)
+RANK_STRIDE = Field("rank_stride", ("Global rank stride",), COUNT, I64, record=True)
 STACK = Field("stack", ("Call stack",), NONEMPTY_TEXT, I32, strict=str)
 # [memory] instant events' args
 MEM_BYTES = Field("mem_bytes", ("Bytes",), ID, I64, 0)
@@ -261,11 +262,13 @@ def args_fields(complete_only: bool) -> tuple[Field, ...]:
     return tuple(f for f in FIELDS if not f.event and f.name in used)
 
 
-def _scanner_rows() -> tuple[tuple[str, ...], ...]:
+def _scanner_rows(record: bool) -> tuple[tuple[str, ...], ...]:
     by: dict[str, list[str]] = {"f64": [], "i64": [], "i32": []}
     for f in FIELDS:
-        if f.storage is not None:
+        if f.storage is not None and f.record == record:
             by[f.storage].extend(f.rows)
+    if record:
+        return (tuple(by["i64"]), tuple(by["i32"]))
     return (tuple(by["f64"]), tuple(by["i64"]), tuple(by["i32"]), SCANNER_FLAGS)
 
 
@@ -273,13 +276,17 @@ def _scanner_rows() -> tuple[tuple[str, ...], ...]:
 # whether a GPU event has a value the Python rules would convert (then msgspec reads it).
 SCANNER_FLAGS = ("ph", "odd")
 # The rows the C scanner fills, per type (f64, i64, i32, u8), in order: _kscan.ROWS must equal it.
-SCANNER_ROWS = _scanner_rows()
+SCANNER_ROWS = _scanner_rows(record=False)
 # row name -> its index among the rows of its type
 ROW: dict[str, int] = {name: i for rows in SCANNER_ROWS for i, name in enumerate(rows)}
+# The values of the scanner's collective records (one per event with a Collective name), per type
+# (i64, i32), in order: _kscan.COMM_ROWS must equal it; COMM_ROW: a value's index in its type's.
+SCANNER_COMM_ROWS = _scanner_rows(record=True)
+COMM_ROW: dict[str, int] = {name: i for rows in SCANNER_COMM_ROWS for i, name in enumerate(rows)}
 
 
 __all__ = [
-    "COMMS_RANK", "COMMS_SOURCES", "COMPLETE_TABLES", "COUNT", "DEFAULT", "EVENT_TABLES", "SIDE", "DEVICE", "DIM3", "FIELDS", "ID", "KIND", "NAME", "NONEMPTY_TEXT", "NUMBER", "RAW", "ROW",
+    "COMMS_RANK", "COMMS_SOURCES", "COMM_ROW", "COMPLETE_TABLES", "COUNT", "DEFAULT", "EVENT_TABLES", "SCANNER_COMM_ROWS", "SIDE", "DEVICE", "DIM3", "FIELDS", "ID", "KIND", "NAME", "NONEMPTY_TEXT", "NUMBER", "RAW", "ROW",
     "SCANNER_ROWS", "STREAM", "STRING_RULES", "TABLES", "TABLE_TYPES", "TEXT", "THREAD", "TIME", "Column", "Field",
     "args_fields", "read_columns", "string_columns", "thread_columns",
 ]  # fmt: skip
