@@ -185,3 +185,24 @@ def test_malformed_values_are_unknown(tmp_path: Path, bad: dict[str, Any]) -> No
     (c,) = collectives(_trace(tmp_path, build))
     assert c.kind == "all_reduce" and c.time_us == 50.0
     assert c.nbytes is None
+
+
+@pytest.mark.parametrize(
+    ("meta", "n"),
+    [
+        ({"Group size": 4}, 4),
+        ({"Process Group Ranks": "[0, 2, 4]"}, 3),  # a complete rank list
+        ({"Process Group Ranks": "[0, 1, 2, ...]"}, None),  # a truncated one says nothing
+        ({"Process Group Description": "default_pg"}, 16),  # the default group is every rank of the job
+        ({"Process Group Description": "tp"}, None),
+    ],
+)
+def test_group_size(tmp_path: Path, meta: dict[str, Any], n: int | None) -> None:
+    def build(b: TraceBuilder) -> None:
+        b.meta["distributedInfo"] = {"backend": "nccl", "rank": 0, "world_size": 16}
+        b.op("record_param_comms", 12, 30, args={"Collective name": "allreduce", "dtype": "Float", "In msg nelems": 8, **meta})
+        b.kernel(NCCL, 100, 50, launch_ts=20)
+
+    (c,) = collectives(_trace(tmp_path, build))
+    assert c.group_size == n
+    assert c.nbytes == 32
