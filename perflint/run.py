@@ -182,7 +182,7 @@ def run_check(
     entries = [RankEntry(t.path, t.rank, t.collectives, t.metrics["step_model"]) for t in traces]
     join_ranks(entries)
     for t in traces:
-        add_waits(t.metrics["communication"], t.collectives)
+        add_waits(t.metrics["communication"], t.collectives, t.metrics["step_model"].get("ranks"))
     caused = caused_waits(entries)
     for t in traces:
         if t.rank_row and t.rank is not None:

@@ -156,11 +156,14 @@ def comms(m: StepModel, on_path: bool = True) -> tuple[dict[str, Any], dict[str,
     return doc, rows
 
 
-def add_waits(doc: dict[str, Any], rows: dict[str, Any]) -> None:
+def add_waits(doc: dict[str, Any], rows: dict[str, Any], ranks: dict[str, Any] | None = None) -> None:
     """Fill `doc`'s wait and transfer columns from the join's per-kernel waits (`rows["wait"]`,
-    set where the ranks were joined); a trace not joined keeps them null."""
+    set where the ranks were joined); a trace not joined keeps them null. `ranks`: the join's
+    result for the trace (step_model.ranks), whose note says why nothing was split."""
     waits = rows.get("wait")
     table_rows = rows.get("table_row")
+    if ranks and ranks.get("note") and ALONE in doc.get("notes", []):
+        doc["notes"] = [n for n in doc["notes"] if n != ALONE] + [f"wait_us and transfer_us are unknown: {ranks['note']}"]
     if not waits or not table_rows or not doc.get("collectives"):
         return
     per_call: dict[int, list[float]] = {}  # call -> [wait, transfer, kernels joined]
@@ -210,7 +213,7 @@ def join_tables(results: list[dict[str, Any]]) -> None:
     entries = [RankEntry(d["path"], d["rank"], d.pop("_collectives", {}), d.get("step_model", {})) for d in results]
     join_ranks(entries)
     for d, e in zip(results, entries):
-        add_waits(d["communication"], e.collectives)
+        add_waits(d["communication"], e.collectives, e.step_model.get("ranks"))
 
 
 __all__ = ["ALONE", "COLUMNS", "add_waits", "comms", "join_tables", "table", "trace_table", "window_calls"]

@@ -173,3 +173,16 @@ def test_api_takes_a_path_or_a_loaded_trace(capsys: pytest.CaptureFixture[str]) 
     assert by_path == by_trace and {r["name"] for r in by_path} == {"all_reduce", "broadcast", "ncclDevKernel_Generic"}
     cli = _json(capsys, shared_trace(RESNET))
     assert [{k: r[k] for k in COLUMNS} for r in by_path] == cli
+
+
+def test_ranks_that_do_not_join_say_why(capsys: pytest.CaptureFixture[str]) -> None:
+    """HTA's two sampled ranks of a 128-rank job: their collectives match but do not end together
+    (the other 126 ranks are missing), so nothing is split, and each trace's notes say why."""
+    run = str(Path(shared_trace("hta/trace_filter/sampled_rank-0.json.gz")).parent)
+    rows = _json(capsys, run)
+    assert {r["rank"] for r in rows} == {0, 1} and all(r["wait_us"] is None for r in rows)
+    assert {r["name"] for r in rows} == {"all_to_all", "all_reduce", "all_gather"}  # SendRecv kernels under c10d::alltoall
+    err = capsys.readouterr().err
+    assert err.count("wait_us and transfer_us are unknown: the matched collectives do not end together") == 0  # json: no notes
+    assert main(["comms", run, "-c", "name,wait_us"]) == 0
+    assert capsys.readouterr().err.count("wait_us and transfer_us are unknown: the matched collectives do not end together") == 2
