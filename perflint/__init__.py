@@ -12,9 +12,9 @@ from perflint._version import __version__
 from perflint.errors import InputError, PerflintError
 
 if TYPE_CHECKING:
-    from perflint.api import CheckResult, check, kernels, load, ops, summary  # noqa: F401 (lazy re-exports, see __getattr__)
+    from perflint.api import CheckResult, check, comms, kernels, load, ops, summary  # noqa: F401 (lazy re-exports, see __getattr__)
 
-_API = ("CheckResult", "check", "kernels", "load", "ops", "summary")
+_API = ("CheckResult", "check", "comms", "kernels", "load", "ops", "summary")
 __all__ = [*_API, "InputError", "PerflintError", "__version__"]
 
 

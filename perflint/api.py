@@ -1,11 +1,11 @@
-"""perflint's Python API: `check`, `summary`, `kernels`, `ops` and `load`, for test suites and
+"""perflint's Python API: `check`, `summary`, `kernels`, `ops`, `comms` and `load`, for test suites and
 notebooks. The `check` and `summary` commands run the same runs (perflint.run): the CLI adds
 argument parsing and printing, the API keyword arguments and `CheckResult`.
 
 Errors: a problem that stops the whole run (config, rule selector, baseline or accepted-findings
 file, an argument) raises a `PerflintError`; in `check` a trace that cannot be read is reported in
 `CheckResult.errors` (exit code 2, like the CLI) while the other traces are still checked. The
-functions that return one trace's data (`summary`, `kernels`, `ops`, `load`) raise `InputError`.
+functions that return traces' data (`summary`, `kernels`, `ops`, `comms`, `load`) raise `InputError`.
 """
 
 from __future__ import annotations
@@ -243,3 +243,25 @@ def ops(trace: Trace | PathArg, group_by: str | None = None) -> list[dict[str, A
     if group_by is None:
         return _guard(t.path, lambda: op_rows(t))  # type: ignore[no-any-return]
     return _guard(t.path, lambda: op_view(t, group_by))  # type: ignore[no-any-return]
+
+
+def comms(traces: Trace | Paths, *, include_edge_steps: bool = False) -> list[dict[str, Any]]:
+    """One row per collective type and process group of each trace's analysis window, as `perflint
+    comms` prints them (docs/communication.md), with the trace's "path" and "rank". `traces`: a
+    loaded trace (alone: no waits), or trace files / directories (the ranks of a run in one
+    directory are joined: their rows get wait_us and transfer_us). Raises InputError for the first
+    trace that cannot be read."""
+    from perflint.model import Trace
+
+    if isinstance(traces, Trace):
+        from perflint.stepmodel.comm_table import trace_table
+
+        t = traces
+        doc = _guard(t.path, lambda: trace_table(t, include_edge_steps))
+        return [{"path": t.path, "rank": t.rank, **r} for r in doc["collectives"]]
+    from perflint.pipeline import Prepared
+    from perflint.run import jobs_or_all, run_comms
+
+    outcomes = run_comms(Prepared(path_list(traces), None, jobs_or_all(None)), include_edge_steps)
+    _raise_first(outcomes)
+    return [{"path": o.result["path"], "rank": o.result["rank"], **r} for o in outcomes for r in o.result["communication"]["collectives"]]

@@ -172,6 +172,41 @@ class MemoryTable(Table):
     device_id: np.ndarray  # int16
 
 
+# CommTable.side: the event that recorded the collective's metadata.
+COMM_OP = 0  # the op that launched it (PyTorch's record_param_comms): linked by External id
+COMM_GPU = 1  # the collective's GPU activity itself: linked by correlation id
+
+
+@dataclass
+class CommTable(Table):
+    """Collective metadata as the profiler recorded it: one row per event that carries it (only
+    those, so the table is small or empty). Counts are NONE where not recorded or not a
+    non-negative integer; strings are ids (NONE unknown)."""
+
+    side: np.ndarray  # int8 COMM_OP | COMM_GPU
+    ext_id: np.ndarray  # int64 the event's External id (COMM_OP: the op's)
+    correlation: np.ndarray  # int64 the GPU activity's correlation id (COMM_GPU)
+    name: np.ndarray  # int32 the collective as recorded ("allreduce", "_allgather_base", ...)
+    dtype: np.ndarray  # int32 element type as recorded ("Float", "BFloat16", ...)
+    in_nelems: np.ndarray  # int64 elements in the input message
+    out_nelems: np.ndarray  # int64 elements in the output message
+    group_size: np.ndarray  # int64 ranks in the process group
+    seq: np.ndarray  # int64 the collective's sequence number in its process group
+    rank_start: np.ndarray  # int64 the group's first global rank
+    rank_stride: np.ndarray  # int64 the stride of its global ranks
+    pg_name: np.ndarray  # int32 process group name
+    pg_desc: np.ndarray  # int32 process group description ("default_pg")
+    pg_ranks: np.ndarray  # int32 the group's global ranks as recorded ("[0, 1, 2, 3]")
+
+
+def empty_comms() -> CommTable:
+    i64, i32 = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
+    return CommTable(
+        side=np.zeros(0, dtype=np.int8), ext_id=i64, correlation=i64, name=i32, dtype=i32, in_nelems=i64,
+        out_nelems=i64, group_size=i64, seq=i64, rank_start=i64, rank_stride=i64, pg_name=i32, pg_desc=i32, pg_ranks=i32,
+    )  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Step:
     number: int
@@ -224,6 +259,7 @@ class Trace:
     gpu: GpuTable
     pyfn: PyFnTable
     memory: MemoryTable
+    comms: CommTable = field(default_factory=empty_comms)
     counter_ranges: list[CounterRange] = field(default_factory=list)
     devices: dict[int, Device] = field(default_factory=dict)
     rank: int | None = None

@@ -149,6 +149,7 @@ def run_check(
     from perflint.engine.waits import split_waits
     from perflint.findings import RunResult, SkippedFile
     from perflint.selection import apply_suppressions, select_rules
+    from perflint.stepmodel.comm_table import add_waits
     from perflint.stepmodel.join import RankEntry, caused_waits, join_ranks, late_fields
 
     check_choices(opts)
@@ -181,6 +182,8 @@ def run_check(
     traces = [o.result for o in outcomes if o.error is None]
     entries = [RankEntry(t.path, t.rank, t.collectives, t.metrics["step_model"]) for t in traces]
     join_ranks(entries)
+    for t in traces:
+        add_waits(t.metrics["communication"], t.collectives, t.metrics["step_model"].get("ranks"))
     caused = caused_waits(entries)
     for t in traces:
         if t.rank_row and t.rank is not None:
@@ -246,8 +249,30 @@ def run_summary(
         outcomes = prepared.run(wrap(fn) if wrap is not None else fn)
     finally:
         prepared.close()
-    from perflint.stepmodel.join import RankEntry, join_ranks
+    from perflint.stepmodel.comm_table import join_tables
 
-    done = [o.result for o in outcomes if o.error is None]
-    join_ranks([RankEntry(d["path"], d["rank"], d.pop("_collectives", {}), d["step_model"]) for d in done])
+    join_tables([o.result for o in outcomes if o.error is None])
+    return outcomes
+
+
+def _comms_one(trace: Trace, include_edge_steps: bool) -> dict[str, Any]:
+    from perflint.stepmodel import step_model
+    from perflint.stepmodel.comm_table import comms
+
+    doc, rows = comms(step_model(trace, include_edge_steps), on_path=False)
+    return {"path": trace.path, "rank": trace.rank, "label": trace.label, "communication": doc, "_collectives": rows}
+
+
+def run_comms(prepared: Prepared, include_edge_steps: bool = False) -> list[Outcome]:
+    """One outcome per trace whose result is {"path", "rank", "label", "communication"}: its
+    per-collective table, the ranks of each run joined (`perflint comms`). No replay: the join's
+    waits need none."""
+    try:
+        fn: Callable[[Trace], Any] = functools.partial(_comms_one, include_edge_steps=include_edge_steps)
+        outcomes = prepared.run(fn)
+    finally:
+        prepared.close()
+    from perflint.stepmodel.comm_table import join_tables
+
+    join_tables([o.result for o in outcomes if o.error is None])
     return outcomes

@@ -17,7 +17,7 @@ from perflint.metrics.temporal import temporal_breakdown
 from perflint.metrics.tensor_cores import tensor_core_summary
 from perflint.model import KERNEL, MEMCPY, MEMSET, NONE, Trace
 from perflint.stepmodel import StepModel, step_model
-from perflint.stepmodel.collectives import collective_rows
+from perflint.stepmodel.comm_table import comms
 from perflint.stepmodel.critical import LABELS, runs
 
 TOP_KERNELS = 10
@@ -257,6 +257,7 @@ def _summarize(trace: Trace, include_edge_steps: bool) -> dict[str, Any]:
         "memcpy": transfers(trace, MEMCPY),
         "memset": transfers(trace, MEMSET),
         "tensor_cores": tensor_core_summary(trace),
+        "communication": None,
         "step_model": {
             "window": window_summary(m),
             "categories": _split(list(m.category_us().values())),
@@ -270,6 +271,7 @@ def _summarize(trace: Trace, include_edge_steps: bool) -> dict[str, Any]:
     }
     warnings.extend(null_reasons(trace, out))
     warnings.extend(m.replay_notes)
-    # For the run-level join of ranks (perflint.stepmodel.join), which takes it out of the summary.
-    out["_collectives"] = collective_rows(m)
+    # The per-collective table, and its rows for the run-level join of ranks (perflint.stepmodel.join),
+    # which takes them out of the summary and fills the table's waits (comm_table.add_waits).
+    out["communication"], out["_collectives"] = comms(m)
     return out

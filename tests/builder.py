@@ -84,9 +84,11 @@ class TraceBuilder:
         tid: int | None = None,
         stack: str | None = None,
         concrete: list[str] | None = None,
+        args: dict[str, Any] | None = None,
     ) -> int:
         ext = self._next_ext()
-        args: dict[str, Any] = {"External id": ext}
+        extra = args
+        args = {"External id": ext}
         if dims is not None:
             args["Input Dims"] = dims
         if types is not None:
@@ -99,6 +101,8 @@ class TraceBuilder:
             args["Call stack"] = stack
         if concrete is not None:
             args["Concrete Inputs"] = concrete
+        if extra:
+            args.update(extra)
         self.events.append(
             {"ph": "X", "cat": cat, "name": name, "pid": self.pid, "tid": self.tid if tid is None else tid,
              "ts": ts, "dur": dur, "args": args}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from perflint.commands import accept, check, classify, diff, explain, listings, rules, snapshot, summary
+from perflint.commands import accept, check, classify, comms, diff, explain, listings, rules, snapshot, summary
 
 COMMANDS: dict[str, ModuleType] = {
     "summary": summary,
@@ -17,4 +17,5 @@ COMMANDS: dict[str, ModuleType] = {
     "classify": classify,
     "kernels": listings,
     "ops": listings,
+    "comms": comms,
 }

@@ -296,7 +296,7 @@ def check_trace(subject: Context | Trace, active: list[ActiveRule], role: str | 
         path=trace.path,
         rank=trace.rank,
         device=summary["device"],
-        metrics={k: summary[k] for k in ("steps", "gpu", "temporal", "tensor_cores", "kernels")},
+        metrics={k: summary[k] for k in ("steps", "gpu", "temporal", "tensor_cores", "kernels", "communication")},
         warnings=list(trace.warnings),
         role=role,
         collectives=summary["_collectives"],

@@ -33,6 +33,7 @@ from perflint.facts import Context, Fields, Row, capability, enricher, typed
 from perflint.facts._common import kernel_op, model, op_info, window_mask
 from perflint.facts._spans import EMPTY, Spans, length, spans, step_windows, union
 from perflint.graph.names import ops_named
+from perflint.metrics.collectives import collective_kind, collectives, kernel_calls
 from perflint.metrics.kernel_classes import CAT_INDEX, classify
 from perflint.model import KERNEL, MEMCPY, MEMSET, NONE, Trace
 
@@ -154,43 +155,24 @@ def comm_numbers(ctx: Context) -> dict[str, Any]:
     return out
 
 
-# Collective (recorded name, else kernel name) -> its kind; all-to-all first: NCCL runs it as
-# SendRecv kernels, which only the recorded collective name tells from pipeline send/recv.
-_KINDS = (
-    ("all_to_all", ("alltoall", "deepep", "dispatch", "combine", "nvshmem")),
-    ("all_reduce", ("allreduce",)),
-    ("reduce_scatter", ("reducescatter",)),
-    ("all_gather", ("allgather",)),
-    ("send_recv", ("sendrecv", "send", "recv", "receive")),
-    ("broadcast", ("broadcast", "bcast")),
-)
-
-
-def collective_kind(name: str) -> str | None:
-    """all_to_all | all_reduce | reduce_scatter | all_gather | send_recv | broadcast, from a
-    collective or kernel name in any spelling (all_reduce, AllReduce, all-reduce, allreduce)."""
-    low = name.lower().replace("_", "").replace("-", "").replace(" ", "")
-    for kind, words in _KINDS:
-        if any(w in low for w in words):
-            return kind
-    return None
-
-
 def _traffic(ctx: Context, rows: np.ndarray) -> str:
     """What the communication is for, by the collective kind with the most kernel time:
     expert_parallel (all-to-all), tensor_parallel (all-reduce launched by forward ops),
     data_parallel (all-reduce, reduce-scatter, all-gather otherwise), pipeline (send/recv), other.
-    A kernel's kind comes from the collective name recorded on it, else from the collective op
-    that launched it (c10d::alltoall_base_), else from its own name: NCCL runs all-to-all as
+    A kernel's kind comes from the collective name recorded for its call (on the kernel, else on
+    the op that launched it: metrics.collectives), else from the collective op that launched it (c10d::alltoall_base_), else from its own name: NCCL runs all-to-all as
     SendRecv kernels, which only the first two tell from pipeline send/recv."""
     t = ctx.trace
     g = t.gpu
     time: dict[str, float] = {}
     kop = kernel_op(t, rows)
     by_op: dict[int, tuple[str | None, bool]] = {}
+    calls, call_of = collectives(t), kernel_calls(t)
     for r, op in zip(rows.tolist(), kop.tolist()):
-        c = int(g.collective[r])
-        kind = collective_kind(t.s(c)) if c >= 0 else None
+        # the name recorded for its call (on the kernel, else on its launching op)
+        k = call_of.get(r)
+        recorded = calls[k].recorded if k is not None else None
+        kind = collective_kind(recorded) if recorded else None
         forward = False
         if op != NONE:
             if op not in by_op:

@@ -1,10 +1,11 @@
-"""Device peaks: dense (non-sparse) math throughput per dtype, memory bandwidth, SM/CU count and
-boost clock of the data-centre GPUs traces come from, each part with the vendor document its
-numbers come from, and the matching of a trace's device (name, memory, SM count, compute
-capability) to one part.
+"""Device peaks: dense (non-sparse) math throughput per dtype, memory bandwidth, SM/CU count,
+boost clock and GPU-to-GPU link of the data-centre GPUs traces come from, each part with the
+vendor document its numbers come from, and the matching of a trace's device (name, memory, SM
+count, compute capability) to one part.
 
 Units: TFLOP/s (TOP/s for int8), GB/s (10^9 bytes/s, as vendors write it), GB of memory as the
-vendor names the part (decimal, "80GB"), MHz.
+vendor names the part (decimal, "80GB"), MHz. A link's figure is the document's "interconnect
+bandwidth" (NVLink, or PCIe on parts without NVLink), both directions together.
 
 Peak keys: `fp64`, `fp32`, `fp16` are the vector (CUDA core / SIMD) rates; `*_tc` the matrix rates
 (NVIDIA Tensor Cores, AMD Matrix Cores): `fp64_tc`, `fp32_tc` (AMD's fp32 matrix rate), `tf32_tc`,
@@ -26,6 +27,20 @@ from dataclasses import dataclass, field
 from perflint.model import Device
 
 VECTOR_KEYS = ("fp64", "fp32", "fp16")
+
+
+@dataclass(frozen=True)
+class Link:
+    """A part's GPU-to-GPU link as its vendor document gives it: `total_gbps` is the document's
+    figure, both directions together (NVLink's 900 GB/s on an H100 SXM is 450 GB/s each way)."""
+
+    kind: str  # "NVLink", "PCIe Gen4 x16"
+    total_gbps: float
+
+    @property
+    def gbps(self) -> float:
+        """The peak in one direction: what nccl-tests' bus bandwidth (one direction) compares to."""
+        return self.total_gbps / 2
 MATRIX_KEYS = ("fp64_tc", "fp32_tc", "tf32_tc", "fp16_tc", "bf16_tc", "fp8_tc", "int8_tc")
 
 
@@ -46,6 +61,10 @@ class Part:
     source: str  # the vendor document
     url: str
     notes: str = ""
+    # The link between GPUs where the part fixes it: SXM parts sit on a baseboard that always
+    # connects them by NVLink; PCIe-only parts have no other. None where it depends on the system
+    # (an optional NVLink bridge) or the document gives no figure.
+    link: Link | None = None
 
     def peak(self, dtype: str | None, tensor_cores: bool | None) -> float | None:
         """Dense TFLOP/s for math in `dtype`, on the matrix units when `tensor_cores`, else on
@@ -68,6 +87,7 @@ _H100_URL = "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-g
 _H200_DS = "NVIDIA H200 Tensor Core GPU datasheet"
 _H200_URL = "https://www.nvidia.com/en-us/data-center/h200/"
 _SPARSE = "datasheet Tensor Core figures are with sparsity: dense = half"
+_BRIDGE = "; GPU-to-GPU link unknown: an NVLink bridge is optional, PCIe otherwise"
 _MI200_NOTE = "one GCD: ROCm shows each of the package's two graphics compute dies as a device, so every number is half the datasheet's package figure"
 
 
@@ -101,6 +121,7 @@ def _v100(form: str, mem: int, forms: frozenset[str]) -> Part:
         boost_mhz=1380 if pcie else 1530, bandwidth_gbps=900.0,
         peaks={"fp64": 7.0, "fp32": 14.0, "fp16_tc": 112.0} if pcie else {"fp64": 7.8, "fp32": 15.7, "fp16_tc": 125.0},
         source=_V100_DS, url=_V100_URL,
+        link=Link("PCIe Gen3 x16", 32.0) if pcie else Link("NVLink", 300.0),
         notes="Volta Tensor Cores: fp16 inputs only"
         + ("" if pcie else "; the DGX Station's V100 (DGXS) is this SXM2 part (DGX Station datasheet: 4 GPUs, 500 TFLOPS)"),
     )  # fmt: skip
@@ -112,7 +133,8 @@ def _a100(form: str, mem: int, bw: float, bare: bool) -> Part:
         key=f"a100-{form}-{mem}gb", part=f"NVIDIA A100 {mem}GB {'PCIe' if pcie else 'SXM'}", vendor="nvidia",
         model="a100", forms=frozenset({"pcie"} if pcie else {"sxm4", "sxm"}), bare=bare, memory_gb=mem, sm_count=108,
         cc=(8, 0), boost_mhz=1410, bandwidth_gbps=bw, peaks=dict(_A100_PEAKS), source=_A100_DS, url=_A100_URL,
-        notes=_SPARSE + " (datasheet lists the dense figure beside it)",
+        link=None if pcie else Link("NVLink", 600.0),
+        notes=_SPARSE + " (datasheet lists the dense figure beside it)" + (_BRIDGE if pcie else ""),
     )  # fmt: skip
 
 
@@ -137,6 +159,7 @@ PARTS: tuple[Part, ...] = (
         source="NVIDIA T4 Tensor Core GPU datasheet",
         url="https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/tesla-t4/t4-tensor-core-datasheet-951643.pdf",
         notes="fp16 Tensor Core figure is mixed precision (fp16 inputs, fp32 accumulate); no fp64 figure in the datasheet",
+        link=Link("PCIe Gen3 x16", 32.0),
     ),
     Part(
         key="a10",
@@ -154,6 +177,7 @@ PARTS: tuple[Part, ...] = (
         source="NVIDIA A10 Tensor Core GPU datasheet",
         url="https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a10/pdf/datasheet-new/nvidia-a10-datasheet.pdf",
         notes=_SPARSE + " (datasheet lists the dense figure beside it); no fp64 figure or boost clock in the datasheet",
+        link=Link("PCIe Gen4 x16", 64.0),
     ),
     _a100("pcie", 40, 1555.0, bare=False),
     _a100("sxm", 40, 1555.0, bare=True),
@@ -175,6 +199,7 @@ PARTS: tuple[Part, ...] = (
         source="NVIDIA L4 Tensor Core GPU datasheet",
         url="https://resources.nvidia.com/en-us-data-center-overview/l4-gpu-datasheet",
         notes=_SPARSE + " (TF32 120, FP16/BF16 242, FP8/INT8 485 with sparsity); no fp64 figure or boost clock in the datasheet",
+        link=Link("PCIe Gen4 x16", 64.0),
     ),
     Part(
         key="l40s",
@@ -192,6 +217,7 @@ PARTS: tuple[Part, ...] = (
         source="NVIDIA L40S GPU datasheet",
         url="https://resources.nvidia.com/en-us-l40s/l40s-datasheet-28413",
         notes=_SPARSE + " (datasheet lists the dense figure beside it); no fp64 figure or boost clock in the datasheet",
+        link=Link("PCIe Gen4 x16", 64.0),
     ),
     Part(
         key="h100-sxm",
@@ -209,6 +235,7 @@ PARTS: tuple[Part, ...] = (
         source=_H100_DS,
         url=_H100_URL,
         notes=_SPARSE + " (TF32 989, FP16/BF16 1979, FP8/INT8 3958 with sparsity); no boost clock in the datasheet",
+        link=Link("NVLink", 900.0),
     ),
     Part(
         key="h100-pcie",
@@ -234,7 +261,7 @@ PARTS: tuple[Part, ...] = (
         },
         source=_H100_DS,
         url=_H100_URL,
-        notes=_SPARSE + " (TF32 756, FP16/BF16 1513, FP8/INT8 3026 with sparsity); no boost clock in the datasheet",
+        notes=_SPARSE + " (TF32 756, FP16/BF16 1513, FP8/INT8 3026 with sparsity); no boost clock in the datasheet" + _BRIDGE,
     ),  # fmt: skip
     Part(
         key="h100-nvl",
@@ -251,7 +278,7 @@ PARTS: tuple[Part, ...] = (
         peaks=dict(_H100_NVL),
         source=_H100_DS,
         url=_H100_URL,
-        notes=_SPARSE + " (TF32 835, FP16/BF16 1671, FP8/INT8 3341 with sparsity); per GPU; no boost clock in the datasheet",
+        notes=_SPARSE + " (TF32 835, FP16/BF16 1671, FP8/INT8 3341 with sparsity); per GPU; no boost clock in the datasheet" + _BRIDGE,
     ),
     Part(
         key="h200-sxm",
@@ -269,6 +296,7 @@ PARTS: tuple[Part, ...] = (
         source=_H200_DS,
         url=_H200_URL,
         notes=_SPARSE + " (TF32 989, FP16/BF16 1979, FP8/INT8 3958 with sparsity); no boost clock in the datasheet",
+        link=Link("NVLink", 900.0),
     ),
     Part(
         key="h200-nvl",
@@ -285,7 +313,7 @@ PARTS: tuple[Part, ...] = (
         peaks=dict(_H100_NVL),
         source=_H200_DS,
         url=_H200_URL,
-        notes=_SPARSE + " (TF32 835, FP16/BF16 1671, FP8/INT8 3341 with sparsity); no boost clock in the datasheet",
+        notes=_SPARSE + " (TF32 835, FP16/BF16 1671, FP8/INT8 3341 with sparsity); no boost clock in the datasheet" + _BRIDGE,
     ),
     Part(
         key="b200",
@@ -304,6 +332,7 @@ PARTS: tuple[Part, ...] = (
         url="https://www.nvidia.com/en-us/data-center/hgx/",
         notes=_SPARSE + " (FP16/BF16 4.5, FP8/INT8 9 PFLOPS with sparsity per GPU); fp64, fp32 and TF32 left empty: "
         "datasheet revisions disagree; memory (180 or 192 GB by revision), SM count and clock not used",
+        link=Link("NVLink", 1800.0),
     ),
     Part(
         key="gb200",
@@ -321,6 +350,7 @@ PARTS: tuple[Part, ...] = (
         source="NVIDIA GB200 NVL72 datasheet (superchip figures divided by its 2 GPUs)",
         url="https://www.nvidia.com/en-us/data-center/gb200-nvl72/",
         notes=_SPARSE + " (TF32 2.5, FP16/BF16 5, FP8/INT8 10 PFLOPS with sparsity per GPU); no fp32 vector figure; memory, SM count and clock not used",
+        link=Link("NVLink", 1800.0),
     ),
     Part(
         key="mi210",
@@ -437,7 +467,7 @@ def _tokens(name: str) -> list[str]:
 
 def _same_peaks(parts: list[Part]) -> bool:
     first = parts[0]
-    return all(p.peaks == first.peaks and p.bandwidth_gbps == first.bandwidth_gbps for p in parts[1:])
+    return all(p.peaks == first.peaks and p.bandwidth_gbps == first.bandwidth_gbps and p.link == first.link for p in parts[1:])
 
 
 def match_device(name: str, total_memory: int | None = None, sm_count: int | None = None, cc: tuple[int, int] | None = None) -> Match:

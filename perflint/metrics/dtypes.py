@@ -44,7 +44,25 @@ def kernel_dtype(name: str) -> str | None:
     return classify_kernel(name).dtype
 
 
+# c10::ScalarType names as PyTorch writes them (a collective record's "dtype") -> short names.
+SCALAR_TYPES = {
+    "Byte": "uint8", "Char": "int8", "Short": "int16", "Int": "int32", "Long": "int64", "Half": "fp16", "Float": "fp32",
+    "Double": "fp64", "ComplexHalf": "complex32", "ComplexFloat": "complex64", "ComplexDouble": "complex128",
+    "Bool": "bool", "BFloat16": "bf16", "Float8_e5m2": "fp8", "Float8_e4m3fn": "fp8", "Float8_e5m2fnuz": "fp8",
+    "Float8_e4m3fnuz": "fp8", "UInt16": "uint16", "UInt32": "uint32", "UInt64": "uint64",
+}  # fmt: skip
+
+_SIZES = {
+    "fp8": 1, "int8": 1, "uint8": 1, "bool": 1, "fp16": 2, "bf16": 2, "int16": 2, "uint16": 2, "fp32": 4, "tf32": 4,
+    "int32": 4, "uint32": 4, "complex32": 4, "fp64": 8, "int64": 8, "uint64": 8, "complex64": 8, "complex128": 16,
+}  # fmt: skip
+
+
+def scalar_dtype(name: str | None) -> str | None:
+    """The short name of a c10::ScalarType name ("BFloat16" -> "bf16"); None when unknown."""
+    return SCALAR_TYPES.get(name or "")
+
+
 def dtype_size(dtype: str | None) -> int | None:
-    return {"fp8": 1, "int8": 1, "uint8": 1, "fp16": 2, "bf16": 2, "fp32": 4, "tf32": 4, "int32": 4, "fp64": 8, "int64": 8}.get(
-        dtype or ""
-    )
+    """Bytes per element of a short dtype name; None when unknown."""
+    return _SIZES.get(dtype or "")

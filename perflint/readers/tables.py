@@ -15,6 +15,7 @@ import numpy as np
 from perflint.errors import InputError
 from perflint.model import (
     NONE,
+    CommTable,
     Device,
     GpuTable,
     MemoryTable,
@@ -114,6 +115,14 @@ _MEMORY: dict[str, tuple[Any, Any]] = {
     "thread": (np.int32, 0), "ts": (np.float64, 0.0), "nbytes": (np.int64, 0), "total_allocated": (np.int64, -1),
     "total_reserved": (np.int64, -1), "device_type": (np.int16, -1), "device_id": (np.int16, -1),
 }  # fmt: skip
+# Collective metadata (model.CommTable): a reader that knows a collective's size, type or process
+# group gives one row per event that records it.
+_COMMS: dict[str, tuple[Any, Any]] = {
+    "side": (np.int8, 0), "ext_id": (np.int64, NONE), "correlation": (np.int64, NONE), "name": (np.int32, NONE),
+    "dtype": (np.int32, NONE), "in_nelems": (np.int64, NONE), "out_nelems": (np.int64, NONE),
+    "group_size": (np.int64, NONE), "seq": (np.int64, NONE), "rank_start": (np.int64, NONE),
+    "rank_stride": (np.int64, NONE), "pg_name": (np.int32, NONE), "pg_desc": (np.int32, NONE), "pg_ranks": (np.int32, NONE),
+}  # fmt: skip
 _WIDE = {"grid", "block"}  # (n, 3)
 # Ids a format records as 32-bit integers (CUPTI's correlation and stream ids) may stay int32 when a
 # reader hands them over so: every use compares or looks them up, none does arithmetic on them.
@@ -178,6 +187,7 @@ def build_trace(
     gpu: Mapping[str, Column] | None = None,
     pyfn: Mapping[str, Column] | None = None,
     memory: Mapping[str, Column] | None = None,
+    comms: Mapping[str, Column] | None = None,
     devices: dict[int, Device] | None = None,
     rank: int | None = None,
     world_size: int | None = None,
@@ -197,6 +207,7 @@ def build_trace(
         gpu=GpuTable(**_columns(path, "GPU activity", _GPU, dict(gpu or {}))),
         pyfn=PyFnTable(**_columns(path, "python function", _PYFN, dict(pyfn or {}))),
         memory=MemoryTable(**_columns(path, "memory event", _MEMORY, dict(memory or {}))),
+        comms=CommTable(**_columns(path, "collective record", _COMMS, dict(comms or {}))),
         devices=dict(devices or {}),
         rank=rank,
         world_size=world_size,

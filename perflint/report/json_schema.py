@@ -52,14 +52,67 @@ class RuleStatusModel(_Model):
     findings: int = Field(default=0, description="findings of the rule on this trace, suppressed ones included")
 
 
+class CollectiveRowModel(_Model):
+    """One collective type on one process group over the analysis window (docs/communication.md)."""
+
+    name: str = Field(description="collective type (all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, send, recv, "
+                      "send_recv, gather, scatter, barrier), else the recorded name, else the kernel's name")  # fmt: skip
+    process_group: str | None = Field(description="the process group's name as recorded (else its description, else its rank list)")
+    group_size: int | None = Field(description="ranks in the group (n of the bus bandwidth factor)")
+    count: int = Field(description="collective calls")
+    kernels: int = Field(description="calls with kernel time on this rank")
+    bytes: int | None = Field(description="summed size of the calls with a recorded size, as nccl-tests counts it")
+    sized: int = Field(description="calls with a recorded size")
+    time_us: float | None = Field(description="summed kernel time on this rank (each kernel from its start to its end)")
+    algbw_gbps: float | None = Field(description="bytes / time over the calls with both, GB/s (10^9 bytes/s)")
+    busbw_gbps: float | None = Field(description="algorithm bandwidth times nccl-tests' bus factor of the collective, GB/s")
+    wait_us: float | None = Field(description="time waiting for the last member to arrive (ranks joined; null for a trace alone)")
+    transfer_us: float | None = Field(description="the joined calls' kernel time after the last member arrived")
+    joined: int | None = Field(description="calls joined with the other ranks")
+    busbw_transfer_gbps: float | None = Field(description="bus bandwidth over the transfer time of the fully joined calls")
+    link: str | None = Field(description="the device's GPU-to-GPU link (NVLink, PCIe ...), where the part fixes it")
+    link_gbps: float | None = Field(description="its peak in one direction, GB/s (the datasheet's figure halved)")
+    dtype: str | None = Field(description="element types of the calls, comma-separated")
+    algorithm: str | None = Field(description="NCCL algorithms the kernel names say (RING, TREE, NVLS ...)")
+    protocol: str | None = Field(description="NCCL protocols the kernel names say (LL, LL128, SIMPLE)")
+    process_group_desc: str | None = Field(description="the process group's description as recorded (default_pg ...)")
+
+
+class LinkModel(_Model):
+    kind: str
+    gbps: float = Field(description="peak in one direction, GB/s")
+    part: str
+    source: str
+
+
+class CommunicationModel(_Model):
+    """`communication`: the per-collective table of the analysis window."""
+
+    collectives: list[CollectiveRowModel] = Field(description="most kernel time first")
+    count: int = Field(description="collective calls in the window")
+    time_us: float | None
+    wait_us: float | None = Field(description="the trace's total wait in its joined collectives (null unless ranks were joined)")
+    transfer_us: float | None
+    link: LinkModel | None
+    notes: list[str] = Field(description="what is unknown and why")
+
+
+class MetricsModel(BaseModel):
+    """Headline numbers as `perflint summary` prints them."""
+
+    model_config = ConfigDict(extra="allow")
+
+    communication: CommunicationModel | None = Field(default=None, description="the per-collective table (docs/communication.md)")
+
+
 class TraceModel(_Model):
     path: str
     rank: int | None
     device: dict[str, Any] = Field(description="name, vendor, sm_count, compute_capability")
-    metrics: dict[str, Any] = Field(
+    metrics: MetricsModel = Field(
         description="headline numbers as `perflint summary` prints them: steps, gpu, temporal, tensor_cores, kernels, "
-        "and step_model (window, bound_by, replay_error_pct, critical_path, what_if_all: the findings' fixes replayed; "
-        "ranks: the join with the other ranks checked together, who waited for whom in the collectives)"
+        "communication, and step_model (window, bound_by, replay_error_pct, critical_path, what_if_all: the findings' "
+        "fixes replayed; ranks: the join with the other ranks checked together, who waited for whom in the collectives)"
     )
     statuses: list[RuleStatusModel]
     findings: list[FindingModel] = Field(description="most severe first, then by recoverable time")

@@ -125,6 +125,42 @@ def _memory(m: dict[str, Any] | None) -> list[str]:
 # The step phases a format records (MindSpore's step trace), in its words.
 _PHASES = {"iteration_interval_us": "iteration interval", "fp_bp_us": "FP+BP", "tail_us": "tail"}
 
+COMM_ROWS = 8  # collective rows in the text; the JSON carries every one
+
+
+def _gbps(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1f}"
+
+
+def _communication(c: dict[str, Any] | None) -> list[str]:
+    """The per-collective table (perflint.stepmodel.comm_table): its first rows, most time first."""
+    if not c or not c["collectives"]:
+        return []
+    rows = c["collectives"]
+    split = f"; waiting {_us(c['wait_us'])}, transferring {_us(c['transfer_us'])}" if c["wait_us"] is not None else ""
+    time = f", {_us(c['time_us'])} of kernel time" if c["time_us"] is not None else ""
+    more = f" (top {COMM_ROWS} of {len(rows)} rows)" if len(rows) > COMM_ROWS else ""
+    out = [f"Communication   {c['count']} collective call(s){time}{split}{more}"]
+    out.append(
+        f"  {'collective':<16} {'group':<10} {'n':>4} {'calls':>6} {'bytes':>9} {'time':>10} {'algbw':>7} {'busbw':>7} "
+        f"{'wait':>10} {'transfer':>10}  (GB/s)"
+    )
+    for r in rows[:COMM_ROWS]:
+        size = fmt_size(r["bytes"]) if r["bytes"] is not None else "-"
+        time_us = _us(r["time_us"]) if r["time_us"] is not None else "-"
+        wait = _us(r["wait_us"]) if r["wait_us"] is not None else "-"
+        transfer = _us(r["transfer_us"]) if r["transfer_us"] is not None else "-"
+        group = cut_column([str(r["process_group"] or "-")], 10)[0]
+        out.append(
+            f"  {r['name'][:16]:<16} {group:<10} {r['group_size'] or '-':>4} {r['count']:>6} {size:>9} {time_us:>10} "
+            f"{_gbps(r['algbw_gbps']):>7} {_gbps(r['busbw_gbps']):>7} {wait:>10} {transfer:>10}"
+        )
+    link = c.get("link")
+    if link:
+        out.append(f"  link peak: {link['kind']} {link['gbps']:.0f} GB/s per direction ({link['part']}; {link['source']})")
+    out += [f"  note: {n}" for n in c.get("notes") or []]
+    return out
+
 
 def render_summary(t: dict[str, Any]) -> str:
     dev = t["device"]
@@ -189,6 +225,7 @@ def render_summary(t: dict[str, Any]) -> str:
             lines.append(
                 f"  {_us(row['total_us']):>10} {row['count']:>6} {_us(row['mean_us']):>10}  {name}{op}"
             )
+    lines += _communication(t.get("communication"))
     lines += _kernel_view(t.get("kernel_view") or [])
     lines += _inductor(t.get("inductor"))
     lines += _memory(t.get("memory"))

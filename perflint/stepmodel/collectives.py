@@ -2,7 +2,8 @@
 
 Each communication kernel of the analysed steps is one row: what matches it on the other ranks
 (its step's number, its collective name or else its kernel name, and its order among the
-kernels of that name in that step), its measured start and end, and how much of it the rank's
+kernels of that name in that step; the process group, sequence number and type of its call
+where recorded: metrics.collectives), its measured start and end, and how much of it the rank's
 median step waits on (the share of its time on that step's critical path; where the step is not
 replayed, the share of the step's communication time that its attribution puts on the path), and
 for those on the median step's path, what the path ran before it (the longest piece since the
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from perflint.kernelnames.parse import short_name
+from perflint.metrics.collectives import collectives, kernel_calls
 from perflint.metrics.kernel_classes import CAT_INDEX, CATEGORIES, classify
 from perflint.metrics.steps import launch_ts
 from perflint.model import KERNEL, MEMCPY, MEMSET, NONE
@@ -73,16 +75,23 @@ def _before(t: Any, path: Pieces | None, rows: np.ndarray, cat: np.ndarray) -> l
     return out
 
 
-def collective_rows(m: StepModel) -> dict[str, Any]:
+KEYS = ("names", "name", "step", "ordinal", "start", "end", "median", "on_path", "before", "call", "part", "pg", "seq", "kind")
+
+
+def collective_rows(m: StepModel, on_path: bool = True) -> dict[str, Any]:
     """{"names": [...], "name": [index into names], "step": [step number, -1 without steps],
     "ordinal": [...], "start": [...], "end": [...], "median": [in the median step],
     "on_path": [share of it the median step waits on], "before": [what the path ran before it, or
-    '']} over the analysed steps' communication kernels, in time order."""
+    ''], "call": [index of its call in
+    metrics.collectives], "part": [its order among its call's kernels], "pg": [the call's process
+    group or None], "seq": [its sequence number in the group, -1 unrecorded], "kind": [its type or
+    None]} over the analysed steps' communication kernels, in time order. `on_path=False`: every
+    share 0 (no replay: the join's waits need none)."""
     t, w = m.trace, m.window
     g = t.gpu
     cat = classify(t).category
     rows = np.flatnonzero(cat == COMM) if len(g) else np.zeros(0, dtype=np.int64)
-    empty: dict[str, Any] = {"names": [], "name": [], "step": [], "ordinal": [], "start": [], "end": [], "median": [], "on_path": [], "before": []}
+    empty: dict[str, Any] = {k: [] for k in KEYS}
     if not len(rows) or not m.steps:
         return empty
     where = step_at(t, w, launch_ts(t)[rows] if w.has_steps else g.ts[rows])
@@ -104,21 +113,25 @@ def collective_rows(m: StepModel) -> dict[str, Any]:
     ordinal[ko] = np.arange(len(ko)) - run_start
     med = m.median_index
     in_median = where == med
-    on_path = np.zeros(len(rows))
-    path = m.critical_path()
+    shares = np.zeros(len(rows))
+    path = m.critical_path() if on_path else None
     dur = g.dur[rows]
     before = _before(t, path, rows, cat)
     if path is not None:
         hit = path.row != NONE
         crit = np.zeros(len(g))
         np.add.at(crit, path.row[hit], path.end[hit] - path.start[hit])
-        on_path = np.where(in_median & (dur > 0), np.minimum(1.0, crit[rows] / np.maximum(dur, 1e-9)), 0.0)
-    else:
+        shares = np.where(in_median & (dur > 0), np.minimum(1.0, crit[rows] / np.maximum(dur, 1e-9)), 0.0)
+    elif on_path:
         comm = dict(m.bound_by()).get("communication", 0.0)
         total = float(dur[in_median].sum())
         if total > 0:
-            on_path = np.where(in_median, min(1.0, comm / total), 0.0)
+            shares = np.where(in_median, min(1.0, comm / total), 0.0)
     numbers = [s.number if s.number is not None else -1 for s in m.steps]
+    calls, call_of = collectives(t), kernel_calls(t)
+    call = [call_of.get(r, NONE) for r in rows.tolist()]
+    part = [calls[c].kernels.index(r) if c != NONE else 0 for c, r in zip(call, rows.tolist())]
+    known = [calls[c] if c != NONE else None for c in call]
     return {
         "names": [t.s(int(x)) for x in names.tolist()],
         "name": inv.tolist(),
@@ -127,6 +140,11 @@ def collective_rows(m: StepModel) -> dict[str, Any]:
         "start": g.ts[rows].tolist(),
         "end": (g.ts[rows] + dur).tolist(),
         "median": in_median.tolist(),
-        "on_path": on_path.tolist(),
+        "on_path": shares.tolist(),
         "before": before,
+        "call": call,
+        "part": part,
+        "pg": [c.process_group if c else None for c in known],
+        "seq": [c.seq if c and c.seq is not None else -1 for c in known],
+        "kind": [c.kind if c else None for c in known],
     }

@@ -2,8 +2,16 @@
 
 A collective ends on every member when its last member has arrived, so a rank that arrives early
 spends the difference waiting, not transferring. Checked together, the ranks of one run (the
-traces with a rank in one directory) are matched collective by collective: the same step
-number, the same collective (or kernel) name, the same order among those in the step. A matched
+traces with a rank in one directory) are matched collective by collective, by the most exact key
+every member's collectives record (MATCH_KEYS):
+- "sequence": the same process group and sequence number (PyTorch numbers each group's
+  collectives; recorded from PyTorch 2.5 as "Seq");
+- "group order": the same step, process group and order among that group's collectives in the
+  step (every member issues a group's collectives in one order), and the same type;
+- "name order": the same step number, collective (or kernel) name and order among those in the
+  step.
+Point-to-point sends and receives (their two ranks run different operations, each numbered on
+its own) are matched by name order in every case. A matched
 collective is joined when its members end together (within JOIN_TOL_US or a tenth of its
 duration): then each member's wait is the last member's arrival minus its own, at most its own
 time in it, and the rest is transfer. The ranks' clocks are taken as one where most matched
@@ -14,7 +22,8 @@ whose ends need not meet), nothing is split and the note says so.
 
 Each rank's median step then splits its critical path's communication into the wait it lies on
 (the joined collectives' waits, times the share of each the step waits on) and the transfer; the
-wait is blamed on the rank that arrived last.
+wait is blamed on the rank that arrived last. Each joined collective's wait is kept on its row
+(`collectives["wait"]`, None where not joined) for the per-collective table.
 """
 
 from __future__ import annotations
@@ -77,21 +86,63 @@ def caused_waits(entries: list[RankEntry]) -> dict[tuple[str, int], float]:
     return out
 
 
-def _keys(c: dict[str, Any]) -> dict[tuple[int, str, int], int]:
+# What matched collectives across the ranks, in words (the `matched_by` of the join's result).
+MATCH_KEYS = {
+    "sequence": "process group and sequence number",
+    "group order": "process group and order in the step",
+    "name order": "step, name and order",
+}
+_P2P = frozenset({"send", "recv", "send_recv"})
+
+
+def _group_rows(c: dict[str, Any]) -> list[bool]:
+    """The rows a process-group key applies to: collectives, not point-to-point transfers."""
+    return [k not in _P2P for k in c.get("kind") or [None] * len(c["name"])]
+
+
+def match_key(members: list[dict[str, Any]]) -> str:
+    """The most exact key every member's collective rows record (MATCH_KEYS)."""
+    grouped = [(c, _group_rows(c)) for c in members]
+    if not any(any(g) for _, g in grouped):
+        return "name order"
+    pg_known = all(p is not None for c, g in grouped for p, ok in zip(c.get("pg") or [], g) if ok)
+    pg_known = pg_known and all(len(c.get("pg") or []) == len(g) for c, g in grouped)
+    if not pg_known:
+        return "name order"
+    if all(q >= 0 for c, g in grouped for q, ok in zip(c["seq"], g) if ok):
+        return "sequence"
+    return "group order"
+
+
+def _keys(c: dict[str, Any], how: str) -> dict[tuple[Any, ...], int]:
     names = c["names"]
-    return {(s, names[n], o): i for i, (s, n, o) in enumerate(zip(c["step"], c["name"], c["ordinal"]))}
+    out: dict[tuple[Any, ...], int] = {}
+    grouped = _group_rows(c) if how != "name order" else [False] * len(c["name"])
+    order: dict[tuple[int, Any], int] = defaultdict(int)  # calls seen per (step, group)
+    for i, (s, n, o) in enumerate(zip(c["step"], c["name"], c["ordinal"])):
+        if not grouped[i]:
+            out[("name", s, names[n], o)] = i
+        elif how == "sequence":
+            out[("seq", c["pg"][i], c["seq"][i], c["part"][i])] = i
+        else:
+            k = order[(s, c["pg"][i])] - (1 if c["part"][i] else 0)  # a call's later kernels share its place
+            if not c["part"][i]:
+                order[(s, c["pg"][i])] += 1
+            out[("pg", s, c["pg"][i], k, c["part"][i], c["kind"][i])] = i
+    return out
 
 
 def _join(members: list[RankEntry]) -> None:
-    keys = [_keys(e.collectives) for e in members]
-    count: dict[tuple[int, str, int], int] = defaultdict(int)
+    how = match_key([e.collectives for e in members])
+    keys = [_keys(e.collectives, how) for e in members]
+    count: dict[tuple[Any, ...], int] = defaultdict(int)
     for k in keys:
         for key in k:
             count[key] += 1
     shared = [key for key, n in count.items() if n >= 2]
     ranks = [int(e.rank or 0) for e in members]
     if not shared:
-        _note(members, ranks, 0, 0, "no collective of this rank matched one of the other ranks (same step, name and order)")
+        _note(members, ranks, 0, 0, f"no collective of this rank matched one of the other ranks (same {MATCH_KEYS[how]})", how)
         return
     start = [np.asarray(e.collectives["start"]) for e in members]
     end = [np.asarray(e.collectives["end"]) for e in members]
@@ -106,12 +157,13 @@ def _join(members: list[RankEntry]) -> None:
             _note(
                 members, ranks, len(shared), 0,
                 "the matched collectives do not end together on these ranks (the traces hold a few ranks of larger collectives, "
-                "or point-to-point traffic): their time is not split into waiting and transfer",
+                "or point-to-point traffic): their time is not split into waiting and transfer", how,
             )  # fmt: skip
             return
     ok = _agreeing(inst, start, end, offsets)
     joined_inst = [rows for rows, good in zip(inst, ok.tolist()) if good]
     wait = [np.zeros(len(s)) for s in start]
+    done = [np.zeros(len(s), dtype=bool) for s in start]
     late_of = [np.full(len(s), -1) for s in start]
     joined = [0] * len(members)
     # Per member, the collectives it arrived last at: (its row, how far after the next-latest
@@ -125,6 +177,7 @@ def _join(members: list[RankEntry]) -> None:
         for (i, r), a in zip(members_rows, arrive.tolist()):
             joined[i] += 1
             wait[i][r] = min(max(0.0, float(arrive[last]) - a), end[i][r] - start[i][r])
+            done[i][r] = True
             late_of[i][r] = ranks[members_rows[last][0]]
         caused = float(sum(wait[i][r] for k, (i, r) in enumerate(members_rows) if k != last))
         behind = float(arrive[last]) - float(np.max(np.delete(arrive, last)))
@@ -133,6 +186,7 @@ def _join(members: list[RankEntry]) -> None:
             late[i_last].append((r_last, behind, caused))
     for i, e in enumerate(members):
         c = e.collectives
+        c["wait"] = [round(float(w), 3) if d else None for w, d in zip(wait[i].tolist(), done[i].tolist())]
         med = np.asarray(c["median"], dtype=bool)
         on_path = float((wait[i] * np.asarray(c["on_path"]))[med].sum())
         by: dict[int, list[float]] = defaultdict(lambda: [0.0, 0.0])
@@ -151,6 +205,7 @@ def _join(members: list[RankEntry]) -> None:
             "waited_for": [{"rank": r, "us": round(us, 3), "on_path_us": round(p, 3)} for r, (us, p) in sorted(by.items(), key=lambda kv: -kv[1][0])],
             "lanes": _lanes(i, members, ranks, joined_inst, start, end, offsets, wait, late_of),
             "late": _late(c, late[i], joined[i]),
+            "matched_by": MATCH_KEYS[how],
             "note": None,
         }
         _split(e.step_model, on_path if joined[i] else 0.0)
@@ -239,11 +294,11 @@ def _agreeing(inst: list[list[tuple[int, int]]], start: list[np.ndarray], end: l
     return out
 
 
-def _note(members: list[RankEntry], ranks: list[int], matched: int, joined: int, why: str) -> None:
+def _note(members: list[RankEntry], ranks: list[int], matched: int, joined: int, why: str, how: str) -> None:
     for e in members:
         e.step_model["ranks"] = {
             "ranks": ranks, "matched": matched, "joined": joined, "clock_offset_us": None, "wait_us": None,
-            "on_path_wait_us": None, "waited_for": [], "lanes": None, "late": None, "note": why,
+            "on_path_wait_us": None, "waited_for": [], "lanes": None, "late": None, "matched_by": MATCH_KEYS[how], "note": why,
         }  # fmt: skip
 
 

@@ -21,7 +21,7 @@ import msgspec
 import pytest
 
 from perflint.readers.kineto import columns, native_scan, schema
-from perflint.readers.kineto.columns import DEFAULT, FIELDS, SCANNER_ROWS, TABLE_TYPES, TABLES
+from perflint.readers.kineto.columns import DEFAULT, FIELDS, SCANNER_COMM_ROWS, SCANNER_ROWS, TABLE_TYPES, TABLES
 from tests.conftest import FIXTURES, ROOT
 
 PKG = "perflint.readers.kineto"
@@ -41,6 +41,13 @@ def test_scanner_fills_the_specified_rows() -> None:
     assert native_scan.built()  # and the reader uses it
 
 
+def test_scanner_fills_the_specified_collective_records() -> None:
+    assert getattr(_kscan(), "COMM_ROWS", None) == SCANNER_COMM_ROWS
+    record = {r for rows in SCANNER_COMM_ROWS for r in rows}
+    assert record == {r for f in FIELDS if f.record for r in f.rows}  # only in the records, never a row of every event
+    assert not record & {r for rows in SCANNER_ROWS for r in rows}
+
+
 def test_scanner_reads_the_specified_arg_keys() -> None:
     keys = getattr(_kscan(), "ARG_KEYS", ())
     want = [k for f in FIELDS if not f.event for k in f.keys]
@@ -50,7 +57,7 @@ def test_scanner_reads_the_specified_arg_keys() -> None:
 
 def test_every_scanned_field_has_its_rows() -> None:
     """Each field read from a trace has rows (three for grid and block), each named once."""
-    names = [r for rows in SCANNER_ROWS for r in rows]
+    names = [r for rows in (*SCANNER_ROWS, *SCANNER_COMM_ROWS) for r in rows]
     assert len(names) == len(set(names))
     for f in FIELDS:
         assert f.rows and set(f.rows) <= set(names), f.name

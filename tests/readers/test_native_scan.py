@@ -23,7 +23,7 @@ from perflint.model import Trace
 from perflint.readers import detect_format
 from perflint.readers.kineto import chunked, native_scan
 from perflint.readers.kineto import reader as kineto
-from perflint.readers.kineto.columns import FIELDS
+from perflint.readers.kineto.columns import FIELDS, TABLES
 from perflint.readers.source import read_bytes
 from tests.conftest import FIXTURES, TRACES
 from tests.readers.test_perf_equivalence import assert_same_trace
@@ -115,6 +115,8 @@ CATS = ["cpu_op", "cuda_runtime", "kernel", "gpu_memcpy", "gpu_memset", "user_an
         "cuda_driver", "Kernel", "CUDA_RUNTIME", "Trace", "cuda_profiler_range", "ac2g", "", "cuda_sync"]  # fmt: skip
 # Every arg key the tables read (the column specification's), and one they do not.
 ARG_KEYS = [*(k for f in FIELDS if not f.event for k in f.keys), "other"]
+# The keys of the comms table's columns (read from events with a Collective name).
+COMMS_KEYS = sorted({k for c in TABLES["comms"] if not c.field.event for k in c.field.keys} - {"Collective name"})
 ints = st.one_of(st.integers(-3, 3), st.integers(0, 2**31), st.integers(-(2**63), 2**63 - 1), st.integers(2**63, 2**70))
 floats = st.floats(allow_nan=False, allow_infinity=False)
 texts = st.one_of(st.sampled_from(["aten::mm", "None", "", "0x0", "stream 7", "nccl:all_reduce"]), st.text(max_size=12))
@@ -150,6 +152,10 @@ def events(draw: Callable[..., Any]) -> dict[str, Any]:
     args: dict[str, Any] = {}
     for key in draw(st.lists(st.sampled_from(ARG_KEYS), max_size=8, unique=True)):
         args[key] = draw(ARG_VALUES.get(key, st.integers(-1, 2**40)))
+    if not draw(st.integers(0, 3)):  # a collective's record: its metadata is read only then
+        args["Collective name"] = draw(texts)
+        for key in draw(st.lists(st.sampled_from(COMMS_KEYS), max_size=6, unique=True)):
+            args[key] = draw(st.one_of(ints, texts) if draw(st.booleans()) else values)
     if draw(st.integers(0, 9)):
         ev["args"] = args
     for _ in range(draw(st.integers(0, 2))):  # odd values: a field or an arg of another type
@@ -224,7 +230,7 @@ def test_scanner_refuses_what_it_does_not_check() -> None:
     good = b'{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 2, "ts": 1.5e1, "dur": 2}'
     odd = b'{"ph": "i", "name": "[memory]", "pid": 1, "tid": 2, "ts": 3, "args": {"Bytes": 2.5}}'
     buf = good + b" , " + odd + b",\n" + good
-    n, f64, _, _, _, offs, strs, raws, pairs, nxt = native_scan._kscan.scan(buf, 0, len(buf))
+    n, f64, _, _, _, offs, strs, raws, pairs, *_, nxt = native_scan._kscan.scan(buf, 0, len(buf))
     assert n == 1
     assert list(memoryview(offs).cast("q")) == [0, len(good) + 3]
     assert nxt == len(good) + 3 + len(odd) + 2

@@ -40,13 +40,15 @@ CORPUS = [
     "tracelens/traces/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
     "param/resnet_kineto.json.gz",
     "hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz",  # cuda_sync event waits
+    "tracelens/traces/mi300/resnet_act_checkpoint.json.gz",  # collective metadata on ops and kernels
+    "hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",  # collective metadata on ops only
 ]
 SMALL_SLICE = "4096"
 
 
 def _tables(t: Trace) -> dict[str, np.ndarray]:
     out = {}
-    for name in ("ops", "runtime", "gpu", "pyfn", "memory"):
+    for name in ("ops", "runtime", "gpu", "pyfn", "memory", "comms"):
         tbl = getattr(t, name)
         for f in dataclasses.fields(tbl):
             out[f"{name}.{f.name}"] = getattr(tbl, f.name)

@@ -38,7 +38,7 @@ def test_comm_hta_nccl_rank0(capsys: pytest.CaptureFixture[str]) -> None:
      ("void deep_ep::intranode::dispatch<8>", "all_to_all"), ("aten::mm", None)],
 )  # fmt: skip
 def test_collective_kinds_in_any_spelling(name: str, kind: str | None) -> None:
-    from perflint.facts.comm import collective_kind
+    from perflint.metrics.collectives import collective_kind
 
     assert collective_kind(name) == kind
 

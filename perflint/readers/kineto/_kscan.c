@@ -43,12 +43,21 @@
     X(S_CAT, "kind") X(S_NAME, "name") X(S_PAIR, "thread") X(S_DIMS, "dims") X(S_TYPES, "types")                      \
     X(S_CONC, "concrete") X(S_COLL, "collective") X(S_STACK, "stack")
 #define U8_ROWS(X) X(U_PH, "ph") X(U_ODD, "odd")
+/* The rest of a collective's metadata, kept only for the events with a Collective name: one
+   record each (its event's index, then these), beside the rows (the module's COMM_ROWS names
+   them, in the order of the column specification's SCANNER_COMM_ROWS). */
+#define COMM_I64(X)                                                                                                     \
+    X(C_IN, "in_nelems") X(C_OUT, "out_nelems") X(C_GSIZE, "group_size") X(C_SEQ, "comm_seq") X(C_RSTART, "rank_start") \
+    X(C_RSTRIDE, "rank_stride")
+#define COMM_I32(X) X(C_DTYPE, "comm_dtype") X(C_PG_NAME, "pg_name") X(C_PG_DESC, "pg_desc") X(C_PG_RANKS, "pg_ranks")
 #define AS_ENUM(id, name) id,
 #define AS_NAME(id, name) name,
 enum { F64_ROWS(AS_ENUM) NF };
 enum { I64_ROWS(AS_ENUM) NI };
 enum { I32_ROWS(AS_ENUM) NS };
 enum { U8_ROWS(AS_ENUM) NU };
+enum { COMM_I64(AS_ENUM) NCI };
+enum { COMM_I32(AS_ENUM) NCS };
 enum { PH_SKIP, PH_X, PH_MEMORY }; /* U_PH: a phase the tables skip, a complete event, a [memory] record */
 
 #define MAX_DEPTH 256
@@ -105,6 +114,9 @@ typedef struct {
     int32_t *S[NS];
     uint8_t *U[NU];
     int64_t *offs;  /* each event's offset in the buffer; offs[n]: where the scan stopped */
+    int64_t *cev, *ci; /* collective records: the event's index; NCI counts per record */
+    int32_t *cs;       /* NCS string ids per record */
+    Py_ssize_t nc, ccap;
     int own;        /* 1 + the index of the spare buffers in use (scan_free keeps them), or 0 */
     KeyCache top, args; /* kept with the spare buffers */
     Table strs, raws;
@@ -620,30 +632,41 @@ generic:
     X(A_NBYTES, "bytes") X(A_COLL, "Collective name") X(A_STACK, "Call stack") X(A_EXT_LC, "external id")            \
     X(A_MEM_BYTES, "Bytes") X(A_TOTAL_ALLOC, "Total Allocated") X(A_TOTAL_RES, "Total Reserved")                      \
     X(A_DEV_TYPE, "Device Type") X(A_DEV_ID, "Device Id") X(A_WAIT_STREAM, "wait_on_stream")                        \
-    X(A_WAIT_CORR, "wait_on_cuda_event_record_corr_id")
+    X(A_WAIT_CORR, "wait_on_cuda_event_record_corr_id") X(A_IN, "In msg nelems") X(A_OUT, "Out msg nelems")          \
+    X(A_GSIZE, "Group size") X(A_DTYPE, "dtype") X(A_PG_NAME, "Process Group Name")                                   \
+    X(A_PG_DESC, "Process Group Description") X(A_PG_RANKS, "Process Group Ranks") X(A_CSEQ, "Seq")                  \
+    X(A_RSTART, "Global rank start") X(A_RSTRIDE, "Global rank stride")
 enum { ARG_KEYS(AS_ENUM) A_NONE };
 static const char *const arg_names[] = {ARG_KEYS(AS_NAME)};
-/* member() marks the keys seen in an unsigned bit set */
-_Static_assert(A_NONE <= 32, "more arg keys than bits in `seen`");
+/* member() marks the keys seen in a 64-bit set */
+_Static_assert(A_NONE <= 64, "more arg keys than bits in `seen`");
 
 static int arg_key(const char *k, Py_ssize_t n) {
 #define K(lit, id) if (n == (Py_ssize_t)sizeof(lit) - 1 && memcmp(k, lit, sizeof(lit) - 1) == 0) return id
     switch (n) {
+    case 3: K("Seq", A_CSEQ); break;
     case 4: K("grid", A_GRID); break;
-    case 5: K("block", A_BLOCK); K("bytes", A_NBYTES); K("Bytes", A_MEM_BYTES); break;
+    case 5: K("block", A_BLOCK); K("bytes", A_NBYTES); K("Bytes", A_MEM_BYTES); K("dtype", A_DTYPE); break;
     case 6: K("device", A_DEV); K("stream", A_STREAM); break;
     case 9: K("Device Id", A_DEV_ID); break;
-    case 10: K("Input Dims", A_DIMS); K("Input type", A_TYPES); K("Call stack", A_STACK); break;
+    case 10:
+        K("Input Dims", A_DIMS); K("Input type", A_TYPES); K("Call stack", A_STACK); K("Group size", A_GSIZE);
+        break;
     case 11: K("External id", A_EXT); K("correlation", A_CORR); K("external id", A_EXT_LC); K("Device Type", A_DEV_TYPE); break;
-    case 14: K("Total Reserved", A_TOTAL_RES); K("wait_on_stream", A_WAIT_STREAM); break;
+    case 14: K("Total Reserved", A_TOTAL_RES); K("wait_on_stream", A_WAIT_STREAM); K("Out msg nelems", A_OUT); break;
     case 12: K("warps per SM", A_WPS); break;
-    case 13: K("Fwd thread id", A_FWD); K("shared memory", A_SHMEM); K("blocks per SM", A_BPS); break;
+    case 13:
+        K("Fwd thread id", A_FWD); K("shared memory", A_SHMEM); K("blocks per SM", A_BPS); K("In msg nelems", A_IN);
+        break;
+    case 17: K("Global rank start", A_RSTART); break;
+    case 18: K("Process Group Name", A_PG_NAME); K("Global rank stride", A_RSTRIDE); break;
+    case 19: K("Process Group Ranks", A_PG_RANKS); break;
     case 15:
         K("Sequence number", A_SEQ); K("Collective name", A_COLL); K("Total Allocated", A_TOTAL_ALLOC);
         K("Concrete Inputs", A_CONC);
         break;
     case 20: K("registers per thread", A_REGS); break;
-    case 25: K("est. achieved occupancy %", A_OCC); break;
+    case 25: K("est. achieved occupancy %", A_OCC); K("Process Group Description", A_PG_DESC); break;
     case 33: K("wait_on_cuda_event_record_corr_id", A_WAIT_CORR); break;
     }
 #undef K
@@ -773,6 +796,40 @@ static double gpu_float(const Val *v, int *odd) {
     return NAN;
 }
 
+/* The collective record of event i (it has a Collective name): its counts (a JSON integer >= 0,
+   codes.count_or_none; anything else NONE) and strings. -1: no memory. */
+static int comm_record(Scan *s, Py_ssize_t i, const Val *a) {
+    static const int counts[NCI] = {A_IN, A_OUT, A_GSIZE, A_CSEQ, A_RSTART, A_RSTRIDE};
+    static const int texts[NCS] = {A_DTYPE, A_PG_NAME, A_PG_DESC, A_PG_RANKS};
+    if (s->nc == s->ccap) {
+        Py_ssize_t cap = s->ccap ? s->ccap * 2 : 64;
+        void *e = realloc(s->cev, sizeof(int64_t) * cap);
+        if (!e) return -1;
+        s->cev = e;
+        void *c = realloc(s->ci, sizeof(int64_t) * NCI * cap);
+        if (!c) return -1;
+        s->ci = c;
+        void *t = realloc(s->cs, sizeof(int32_t) * NCS * cap);
+        if (!t) return -1;
+        s->cs = t;
+        s->ccap = cap;
+    }
+    Py_ssize_t k = s->nc;
+    s->cev[k] = i;
+    for (int j = 0; j < NCI; j++) {
+        const Val *v = &a[counts[j]];
+        s->ci[k * NCI + j] = v->kind == V_INT && v->i >= 0 ? v->i : NONE_ID;
+    }
+    for (int j = 0; j < NCS; j++) {
+        const Val *v = &a[texts[j]];
+        int32_t id = NONE_ID;
+        if (v->kind == V_STR && (id = str_id(s, &v->str)) == -2) return -1;
+        s->cs[k * NCS + j] = id;
+    }
+    s->nc++;
+    return 0;
+}
+
 static int refuse(Scan *s, const char *start);
 
 /* An id of a [memory] record (lenient.py's ID rule: an int, else the default for a missing value or
@@ -824,7 +881,7 @@ static int refuse(Scan *s, const char *start) {
 /* An object's next key (via the key cache) and its colon: 0 with *id set (`none` for a key not
    read), else -1 as event() returns it. A repeated key read is refused: msgspec keeps the last. */
 static int member(Scan *s, KeyCache *kc, int *prev, int (*lookup)(const char *, Py_ssize_t), int none,
-                  unsigned *seen, int *id, const char *start) {
+                  uint64_t *seen, int *id, const char *start) {
     int slot = next_key(s, kc, *prev, lookup, id);
     if (slot == -2) return -1;
     if (slot == -3) return refuse(s, start);
@@ -834,8 +891,8 @@ static int member(Scan *s, KeyCache *kc, int *prev, int (*lookup)(const char *, 
     s->p++;
     ws(s);
     if (*id != none) {
-        if (*seen & (1u << *id)) return refuse(s, start);
-        *seen |= 1u << *id;
+        if (*seen & (1ull << *id)) return refuse(s, start);
+        *seen |= 1ull << *id;
     }
     return 0;
 }
@@ -846,7 +903,7 @@ static int event(Scan *s) {
     if (s->p >= s->end || *s->p != '{') { s->bad = 1; return -1; }
     if (s->n == s->cap && grow(s) < 0) { s->bad = NOMEM; return -1; }
     s->p++;
-    unsigned seen = 0, aseen = 0;
+    uint64_t seen = 0, aseen = 0;
     int xbad = 0; /* refused by the X struct only (other phases do not read these fields) */
     int args_kind = V_MISSING;
     Span ph = {0}, cat = {0}, name = {0};
@@ -1018,14 +1075,14 @@ static int event(Scan *s) {
     s->U[U_ODD][i] = (uint8_t)odd;
 
     int32_t id;
-    if (seen & (1u << E_CAT)) {
+    if (seen & (1ull << E_CAT)) {
         if ((id = str_id(s, &cat)) == -2) { s->bad = NOMEM; return -1; }
     } else {
         Span e = {EMPTY_TEXT, 0, 0, 0};
         if ((id = str_id(s, &e)) == -2) { s->bad = NOMEM; return -1; }
     }
     s->S[S_CAT][i] = id;
-    if (seen & (1u << E_NAME)) {
+    if (seen & (1ull << E_NAME)) {
         if ((id = str_id(s, &name)) == -2) { s->bad = NOMEM; return -1; }
     } else {
         Span e = {NONE_TEXT, 4, 0, 0}; /* the lenient builder names a nameless event str(None) */
@@ -1049,6 +1106,7 @@ static int event(Scan *s) {
     if (a[A_COLL].kind == V_STR) {
         if ((id = str_id(s, &a[A_COLL].str)) == -2) { s->bad = NOMEM; return -1; }
         s->S[S_COLL][i] = id;
+        if (comm_record(s, i, a) < 0) { s->bad = NOMEM; return -1; }
     }
     s->n++;
     return 0;
@@ -1141,6 +1199,10 @@ static void take_spare(Scan *s) {
 }
 
 static void scan_free(Scan *s) {
+    free(s->cev); free(s->ci); free(s->cs); /* never kept with the spares: small, and only in distributed traces */
+    s->cev = s->ci = NULL;
+    s->cs = NULL;
+    s->nc = s->ccap = 0;
     if (s->own) {
         spares[s->own - 1] = *s;
         spare_busy[s->own - 1] = 0;
@@ -1165,6 +1227,7 @@ static PyObject *pair_part(PyObject *strs, int8_t k, int64_t v) {
 static PyObject *build_result(Scan *s, Py_ssize_t next) {
     Py_ssize_t n = s->n;
     PyObject *strs = NULL, *raws = NULL, *pairs = NULL, *fb = NULL, *ib = NULL, *sb = NULL, *ub = NULL, *ob = NULL;
+    PyObject *ceb = NULL, *cib = NULL, *csb = NULL;
     strs = PyList_New(s->strs.len);
     if (!strs) goto fail;
     for (Py_ssize_t i = 0; i < s->strs.len; i++) {
@@ -1196,11 +1259,16 @@ static PyObject *build_result(Scan *s, Py_ssize_t next) {
     sb = ib ? column_bytes((void **)s->S, NS, n, sizeof(int32_t)) : NULL;
     ub = sb ? column_bytes((void **)s->U, NU, n, 1) : NULL;
     ob = ub ? PyBytes_FromStringAndSize((const char *)s->offs, (Py_ssize_t)sizeof(int64_t) * (n + 1)) : NULL;
-    if (!ob) goto fail;
-    return Py_BuildValue("(nNNNNNNNNn)", n, fb, ib, sb, ub, ob, strs, raws, pairs, next);
+    Py_ssize_t nc = s->nc;
+    ceb = ob ? PyBytes_FromStringAndSize((const char *)s->cev, (Py_ssize_t)sizeof(int64_t) * nc) : NULL;
+    cib = ceb ? PyBytes_FromStringAndSize((const char *)s->ci, (Py_ssize_t)sizeof(int64_t) * NCI * nc) : NULL;
+    csb = cib ? PyBytes_FromStringAndSize((const char *)s->cs, (Py_ssize_t)sizeof(int32_t) * NCS * nc) : NULL;
+    if (!csb) goto fail;
+    return Py_BuildValue("(nNNNNNNNNNNNn)", n, fb, ib, sb, ub, ob, strs, raws, pairs, ceb, cib, csb, next);
 fail:
     Py_XDECREF(strs); Py_XDECREF(raws); Py_XDECREF(pairs);
     Py_XDECREF(fb); Py_XDECREF(ib); Py_XDECREF(sb); Py_XDECREF(ub); Py_XDECREF(ob);
+    Py_XDECREF(ceb); Py_XDECREF(cib); Py_XDECREF(csb);
     return NULL;
 }
 
@@ -1274,10 +1342,11 @@ static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(buf, lo, hi) -> (n, f64, i64, i32, u8, offsets, strings, raws, pairs, next): the "
-     "first n events of buf[lo:hi] as columns; offsets[n] is where the scan stopped (hi: the "
-     "end), at an event it refused; next is where the event after that one begins (hi: none), "
-     "-1 when the rest must go to msgspec whole (invalid JSON there, or UTF-8, or an escape)."},
+     "scan(buf, lo, hi) -> (n, f64, i64, i32, u8, offsets, strings, raws, pairs, comm_events, comm_i64, "
+     "comm_i32, next): the first n events of buf[lo:hi] as columns; offsets[n] is where the scan "
+     "stopped (hi: the end), at an event it refused; the events with a Collective name and their "
+     "collective records (COMM_ROWS); next is where the event after the refused one begins (hi: "
+     "none), -1 when the rest must go to msgspec whole (invalid JSON there, or UTF-8, or an escape)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1287,6 +1356,8 @@ static const char *const f64_names[] = {F64_ROWS(AS_NAME)};
 static const char *const i64_names[] = {I64_ROWS(AS_NAME)};
 static const char *const i32_names[] = {I32_ROWS(AS_NAME)};
 static const char *const u8_names[] = {U8_ROWS(AS_NAME)};
+static const char *const ci_names[] = {COMM_I64(AS_NAME)};
+static const char *const cs_names[] = {COMM_I32(AS_NAME)};
 
 /* A tuple of the `n` names; NULL with an exception set on failure. */
 static PyObject *names_tuple(const char *const *names, int n) {
@@ -1311,7 +1382,7 @@ PyMODINIT_FUNC PyInit__kscan(void) {
     const int counts[4] = {NF, NI, NS, NU};
     PyObject *m = PyModule_Create(&module);
     PyObject *rows = m ? PyTuple_New(4) : NULL;
-    PyObject *keys = NULL;
+    PyObject *keys = NULL, *ci = NULL, *cs = NULL, *comm = NULL;
     if (!rows) goto fail;
     for (int i = 0; i < 4; i++) {
         PyObject *t = names_tuple(names[i], counts[i]);
@@ -1319,14 +1390,26 @@ PyMODINIT_FUNC PyInit__kscan(void) {
         PyTuple_SET_ITEM(rows, i, t);
     }
     keys = names_tuple(arg_names, A_NONE);
-    /* ROWS: the rows scan() fills per type (f64, i64, i32, u8); ARG_KEYS: the args keys it reads */
-    if (!keys || PyModule_AddObjectRef(m, "ROWS", rows) < 0 || PyModule_AddObjectRef(m, "ARG_KEYS", keys) < 0) goto fail;
+    ci = keys ? names_tuple(ci_names, NCI) : NULL;
+    cs = ci ? names_tuple(cs_names, NCS) : NULL;
+    comm = cs ? PyTuple_Pack(2, ci, cs) : NULL;
+    /* ROWS: the rows scan() fills per type (f64, i64, i32, u8); ARG_KEYS: the args keys it reads;
+       COMM_ROWS: the values of a collective record (i64, i32) */
+    if (!comm || PyModule_AddObjectRef(m, "ROWS", rows) < 0 || PyModule_AddObjectRef(m, "ARG_KEYS", keys) < 0 ||
+        PyModule_AddObjectRef(m, "COMM_ROWS", comm) < 0)
+        goto fail;
     Py_DECREF(rows);
     Py_DECREF(keys);
+    Py_DECREF(ci);
+    Py_DECREF(cs);
+    Py_DECREF(comm);
     return m;
 fail:
     Py_XDECREF(rows);
     Py_XDECREF(keys);
+    Py_XDECREF(ci);
+    Py_XDECREF(cs);
+    Py_XDECREF(comm);
     Py_XDECREF(m);
     return NULL;
 }

@@ -14,12 +14,15 @@ from typing import Any
 import numpy as np
 
 from perflint.model import NONE, Trace
-from perflint.readers.kineto.columns import DEFAULT, DIM3, TABLE_TYPES, TABLES, string_columns, thread_columns
+from perflint.readers.kineto.columns import COMMS_RANK, DEFAULT, DIM3, TABLE_TYPES, TABLES, string_columns, thread_columns
 from perflint.readers.kineto.finish import finish_trace
 from perflint.readers.kineto.schema import TraceFile
 
 # A slice's rows of one table: each row's event position in the slice, and the columns by name.
 Rows = tuple[np.ndarray, dict[str, np.ndarray]]
+# String columns an event's strings are ranked by (its table's, then its comms row's).
+_RANKS = 16
+assert COMMS_RANK + len(string_columns("comms")) <= _RANKS
 # A profiler range: its name's string id, time and duration (as the trace gives them), position.
 CounterRow = tuple[int, Any, Any, int]
 
@@ -184,14 +187,14 @@ class ColumnBuilder:
     # -- the trace -------------------------------------------------------------------------
     @staticmethod
     def _renumber(cols: list[tuple[np.ndarray, np.ndarray, int]], n: int) -> np.ndarray | None:
-        """Map old id -> id in first-encounter order over (event position, field rank < 8); None if unchanged."""
+        """Map old id -> id in first-encounter order over (event position, field rank < _RANKS); None if unchanged."""
         if n == 0:
             return None
         # One slot more: the NONE (-1) ids land in it, and it is dropped.
         first = np.full(n + 1, np.iinfo(np.int64).max, dtype=np.int64)
         for ids, pos, rank in cols:
             if len(ids):
-                np.minimum.at(first, ids, pos * 8 + rank)
+                np.minimum.at(first, ids, pos * _RANKS + rank)
         order = np.argsort(first[:n], kind="stable")
         if (order == np.arange(n)).all():
             return None
@@ -219,7 +222,11 @@ class ColumnBuilder:
         cpr_ids = np.asarray([c[0] for c in self._cpr], dtype=np.int32)
         cpr_pos = np.asarray(self._cpr_pos, dtype=np.int64)
         strings = self.strings
-        ranked = [(getattr(tables[t], name), positions[t], rank) for t in TABLES for rank, name in enumerate(string_columns(t))]
+        # An event that is a comms row too interns its comms strings after its own table's.
+        ranked = [
+            (getattr(tables[t], name), positions[t], rank + (COMMS_RANK if t == "comms" else 0))
+            for t in TABLES for rank, name in enumerate(string_columns(t))
+        ]  # fmt: skip
         lut = self._renumber([*ranked, (cpr_ids, cpr_pos, 0)], len(strings))
         cpr = self._cpr
         if lut is not None:

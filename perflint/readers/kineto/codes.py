@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from perflint.errors import InputError
-from perflint.model import GPU_SYNC, KERNEL, MEMCPY, MEMSET, NONE, OP_ANNOTATION, OP_CPU
+from perflint.model import COMM_GPU, COMM_OP, GPU_SYNC, KERNEL, MEMCPY, MEMSET, NONE, OP_ANNOTATION, OP_CPU
 from perflint.readers.kineto.schema import INSTANT_CAT, SKIP_CAT
 
 C_OP, C_ANN, C_PYFN, C_RT, C_KERNEL, C_MEMCPY, C_MEMSET, C_SYNC, C_CPR = range(1, 10)
@@ -54,6 +54,10 @@ TABLE_CODES: dict[str, tuple[int, ...]] = {
 KIND_OF = np.zeros(MEM_CODE + 1, dtype=np.int8)
 KIND_OF[C_OP], KIND_OF[C_ANN] = OP_CPU, OP_ANNOTATION
 KIND_OF[C_KERNEL], KIND_OF[C_MEMCPY], KIND_OF[C_MEMSET], KIND_OF[C_SYNC] = KERNEL, MEMCPY, MEMSET, GPU_SYNC
+# A comms row's SIDE column by its event's class code.
+SIDE_OF = np.zeros(MEM_CODE + 1, dtype=np.int8)
+SIDE_OF[C_OP], SIDE_OF[C_ANN] = COMM_OP, COMM_OP
+SIDE_OF[[C_KERNEL, C_MEMCPY, C_MEMSET, C_SYNC]] = COMM_GPU
 
 # Class code -> the group of events read together: a table, or one of the rarer kinds.
 G_OPS, G_RT, G_GPU, G_PYFN, G_CPR, G_TRACE, G_MEM = range(1, 8)
@@ -78,6 +82,15 @@ def int_or(x: Any, default: int = NONE) -> int:
         if m:
             return int(m.group(1))
     return default
+
+
+_INT64_MAX = (1 << 63) - 1
+
+
+def count_or_none(x: Any) -> int:
+    """A count (message elements, group size, sequence number): a JSON integer from 0 to int64's
+    maximum; text, floats, bools, negatives and nulls are unknown (NONE)."""
+    return x if x.__class__ is int and 0 <= x <= _INT64_MAX else NONE
 
 
 def stream_of(x: Any) -> int:

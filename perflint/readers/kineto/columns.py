@@ -17,15 +17,17 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from perflint.model import NONE, GpuTable, MemoryTable, OpTable, PyFnTable, RuntimeTable, Table
+from perflint.model import NONE, CommTable, GpuTable, MemoryTable, OpTable, PyFnTable, RuntimeTable, Table
 
 # How a value becomes a column's entry. Each builder implements every rule: the reference one value
 # at a time, the others a column at a time; the equality tests hold them to the same result.
 KIND = "kind"  # the event's class, from its category (ops: OP_CPU / OP_ANNOTATION; gpu: KERNEL, ...)
+SIDE = "side"  # the table the event's class fills: model.COMM_OP for ops, COMM_GPU for GPU activities
 NAME = "name"  # the event's name (str() of any other value), interned
 THREAD = "thread"  # the event's (pid, tid), interned
 TIME = "time"  # a number as float64; anything else is bad input (a missing one is NaN, refused later)
 ID = "id"  # an int; a float's whole part or a string's first digits (codes.int_or); else the default
+COUNT = "count"  # a JSON integer >= 0 (within int64); anything else (text, a float, negative, bool) is NONE
 NUMBER = "number"  # an int or float as float64; anything else NaN
 DIM3 = "dim3"  # three ints [x, y, z]; anything else (0, 0, 0)
 STREAM = "stream"  # as HTA reads a stream (codes.stream_of)
@@ -59,6 +61,7 @@ class Field:
     strict: Any = Any
     event: bool = False
     sparse: bool = False  # usually absent: a column of only the default is kept as one value
+    record: bool = False  # read from events with a Collective name only: the scanner's collective records
 
     @property
     def attrs(self) -> tuple[str, ...]:
@@ -82,7 +85,7 @@ class Field:
     @property
     def rows(self) -> tuple[str, ...]:
         """The scanner's rows of this field (three for a DIM3)."""
-        if self.rule == DEFAULT:
+        if self.rule in (DEFAULT, SIDE):
             return ()
         if self.rule == DIM3:
             return tuple(f"{self.name}.{axis}" for axis in "xyz")
@@ -94,9 +97,9 @@ class Field:
         category's string id)."""
         if self.rule in (TIME, NUMBER):
             return "f64"
-        if self.rule in (ID, DIM3, STREAM, DEVICE):
+        if self.rule in (ID, COUNT, DIM3, STREAM, DEVICE):
             return "i64"
-        if self.rule == DEFAULT:
+        if self.rule in (DEFAULT, SIDE):
             return None
         return "i32"
 
@@ -130,6 +133,20 @@ BLOCK = Field("block", ("block",), DIM3, I64, 0, strict=_DIM3_TYPE)
 OCCUPANCY = Field("occupancy", ("est. achieved occupancy %",), NUMBER, F64, _NAN)
 NBYTES = Field("nbytes", ("bytes",), ID, I64)
 COLLECTIVE = Field("collective", ("Collective name",), TEXT, I32)
+# The rest of PyTorch's collective metadata (record_param_comms ops and, from PyTorch 2.4, the
+# collective's kernel): read into the comms table only, from the events that have a Collective
+# name. Untyped in the strict schema: a damaged value is unknown, never a failed decode.
+SIDE_F = Field("side", ("cat",), SIDE, I8, 0, event=True)
+IN_NELEMS = Field("in_nelems", ("In msg nelems",), COUNT, I64, record=True)
+OUT_NELEMS = Field("out_nelems", ("Out msg nelems",), COUNT, I64, record=True)
+GROUP_SIZE = Field("group_size", ("Group size",), COUNT, I64, record=True)
+COMM_DTYPE = Field("comm_dtype", ("dtype",), TEXT, I32, record=True)
+PG_NAME = Field("pg_name", ("Process Group Name",), TEXT, I32, record=True)
+PG_DESC = Field("pg_desc", ("Process Group Description",), TEXT, I32, record=True)
+PG_RANKS = Field("pg_ranks", ("Process Group Ranks",), TEXT, I32, record=True)
+COMM_SEQ = Field("comm_seq", ("Seq",), COUNT, I64, record=True)
+RANK_START = Field("rank_start", ("Global rank start",), COUNT, I64, record=True)
+RANK_STRIDE = Field("rank_stride", ("Global rank stride",), COUNT, I64, record=True)
 STACK = Field("stack", ("Call stack",), NONEMPTY_TEXT, I32, strict=str)
 # [memory] instant events' args
 MEM_BYTES = Field("mem_bytes", ("Bytes",), ID, I64, 0)
@@ -149,7 +166,8 @@ WAIT_CORR = Field("wait_corr", ("wait_on_cuda_event_record_corr_id",), ID, I64, 
 FIELDS: tuple[Field, ...] = (
     KIND_F, NAME_F, THREAD_F, TS, DUR,
     EXT, DIMS_F, TYPES, CONCRETE, FWD_TID, SEQ, DEVICE_F, STREAM_F, CORRELATION, REGS, SHMEM, BLOCKS_PER_SM, WARPS_PER_SM,
-    GRID, BLOCK, OCCUPANCY, NBYTES, COLLECTIVE, STACK,
+    GRID, BLOCK, OCCUPANCY, NBYTES, COLLECTIVE, IN_NELEMS, OUT_NELEMS, GROUP_SIZE, COMM_DTYPE, PG_NAME, PG_DESC,
+    PG_RANKS, COMM_SEQ, RANK_START, RANK_STRIDE, STACK,
     MEM_BYTES, TOTAL_ALLOCATED, TOTAL_RESERVED, DEVICE_TYPE, DEVICE_ID, WAIT_STREAM, WAIT_CORR,
 )  # fmt: skip
 
@@ -197,15 +215,29 @@ TABLES: dict[str, tuple[Column, ...]] = {
         _col(NAME_F, "python_function name"), _col(THREAD_F, "python_function thread"), _col(TS, "python_function ts"),
         _col(DUR, "python_function dur"),
     ),
+    # Only the ops and GPU activities with a Collective name (comms_rows), in event order.
+    "comms": (
+        _col(SIDE_F, "comms side"), _col(EXT, "comms External id"), _col(CORRELATION, "comms correlation"),
+        _col(COLLECTIVE, name="name"), _col(COMM_DTYPE, name="dtype"), _col(IN_NELEMS), _col(OUT_NELEMS), _col(GROUP_SIZE),
+        _col(COMM_SEQ, name="seq"), _col(RANK_START), _col(RANK_STRIDE), _col(PG_NAME), _col(PG_DESC), _col(PG_RANKS),
+    ),
     "memory": (
         _col(THREAD_F, "[memory] thread"), _col(TS, "[memory] ts"), _col(MEM_BYTES, "[memory] Bytes", "nbytes"),
         _col(TOTAL_ALLOCATED), _col(TOTAL_RESERVED), _col(DEVICE_TYPE), _col(DEVICE_ID),
     ),
 }  # fmt: skip
-TABLE_TYPES: dict[str, type[Table]] = {"ops": OpTable, "runtime": RuntimeTable, "gpu": GpuTable, "pyfn": PyFnTable, "memory": MemoryTable}
+TABLE_TYPES: dict[str, type[Table]] = {
+    "ops": OpTable, "runtime": RuntimeTable, "gpu": GpuTable, "pyfn": PyFnTable, "comms": CommTable, "memory": MemoryTable,
+}  # fmt: skip
 # Tables of complete ("X") events; the memory table holds instant events, which keep the lenient
 # schema's types (the strict struct has only the args of these).
-COMPLETE_TABLES = ("ops", "runtime", "gpu", "pyfn")
+COMPLETE_TABLES = ("ops", "runtime", "gpu", "pyfn", "comms")
+# The tables whose events may also be comms rows, and the tables an event is a row of first.
+COMMS_SOURCES = ("ops", "gpu")
+EVENT_TABLES = ("ops", "runtime", "gpu", "pyfn", "memory")
+# A comms row's strings are interned after its event's own (the reference builder reads the
+# event's table first): its string columns rank after every other table's.
+COMMS_RANK = max(len([c for c in TABLES[t] if c.field.rule in STRING_RULES]) for t in EVENT_TABLES)
 
 
 def read_columns(table: str) -> tuple[Column, ...]:
@@ -230,11 +262,13 @@ def args_fields(complete_only: bool) -> tuple[Field, ...]:
     return tuple(f for f in FIELDS if not f.event and f.name in used)
 
 
-def _scanner_rows() -> tuple[tuple[str, ...], ...]:
+def _scanner_rows(record: bool) -> tuple[tuple[str, ...], ...]:
     by: dict[str, list[str]] = {"f64": [], "i64": [], "i32": []}
     for f in FIELDS:
-        if f.storage is not None:
+        if f.storage is not None and f.record == record:
             by[f.storage].extend(f.rows)
+    if record:
+        return (tuple(by["i64"]), tuple(by["i32"]))
     return (tuple(by["f64"]), tuple(by["i64"]), tuple(by["i32"]), SCANNER_FLAGS)
 
 
@@ -242,13 +276,17 @@ def _scanner_rows() -> tuple[tuple[str, ...], ...]:
 # whether a GPU event has a value the Python rules would convert (then msgspec reads it).
 SCANNER_FLAGS = ("ph", "odd")
 # The rows the C scanner fills, per type (f64, i64, i32, u8), in order: _kscan.ROWS must equal it.
-SCANNER_ROWS = _scanner_rows()
+SCANNER_ROWS = _scanner_rows(record=False)
 # row name -> its index among the rows of its type
 ROW: dict[str, int] = {name: i for rows in SCANNER_ROWS for i, name in enumerate(rows)}
+# The values of the scanner's collective records (one per event with a Collective name), per type
+# (i64, i32), in order: _kscan.COMM_ROWS must equal it; COMM_ROW: a value's index in its type's.
+SCANNER_COMM_ROWS = _scanner_rows(record=True)
+COMM_ROW: dict[str, int] = {name: i for rows in SCANNER_COMM_ROWS for i, name in enumerate(rows)}
 
 
 __all__ = [
-    "COMPLETE_TABLES", "DEFAULT", "DEVICE", "DIM3", "FIELDS", "ID", "KIND", "NAME", "NONEMPTY_TEXT", "NUMBER", "RAW", "ROW",
+    "COMMS_RANK", "COMMS_SOURCES", "COMM_ROW", "COMPLETE_TABLES", "COUNT", "DEFAULT", "EVENT_TABLES", "SCANNER_COMM_ROWS", "SIDE", "DEVICE", "DIM3", "FIELDS", "ID", "KIND", "NAME", "NONEMPTY_TEXT", "NUMBER", "RAW", "ROW",
     "SCANNER_ROWS", "STREAM", "STRING_RULES", "TABLES", "TABLE_TYPES", "TEXT", "THREAD", "TIME", "Column", "Field",
     "args_fields", "read_columns", "string_columns", "thread_columns",
 ]  # fmt: skip

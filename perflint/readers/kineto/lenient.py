@@ -16,16 +16,21 @@ from perflint.readers.kineto.codes import (
     C_CPR,
     GROUP,
     KIND_OF,
+    SIDE_OF,
     TABLE_GROUPS,
     TRACE_CODE,
     as_column,
     code_of,
+    count_or_none,
     dim3,
     int_or,
     num_or_nan,
     stream_of,
 )
 from perflint.readers.kineto.columns import (
+    COLLECTIVE,
+    COMMS_SOURCES,
+    COUNT,
     DEVICE,
     DIM3,
     ID,
@@ -34,6 +39,7 @@ from perflint.readers.kineto.columns import (
     NONEMPTY_TEXT,
     NUMBER,
     RAW,
+    SIDE,
     STREAM,
     TEXT,
     THREAD,
@@ -115,6 +121,9 @@ class _Slice:
         if rule == KIND:
             kinds: np.ndarray = KIND_OF[self.codes]
             return kinds
+        if rule == SIDE:
+            sides: np.ndarray = SIDE_OF[self.codes]
+            return sides
         if rule == NAME:
             return self.names()
         if rule == THREAD:
@@ -124,6 +133,8 @@ class _Slice:
         vals = self.values(col)
         if rule == ID:
             return as_column(path, col.label, _ints(vals, f.default), f.dtype)
+        if rule == COUNT:
+            return np.asarray([count_or_none(v) for v in vals], dtype=f.dtype)
         if rule == NUMBER:
             return np.asarray(_floats(vals), dtype=f.dtype)
         if rule == DIM3:
@@ -146,6 +157,30 @@ def table_columns(b: ColumnBuilder, table: str, evs: list[Event], codes: np.ndar
     """The columns of `table` for its events `evs` (of class `codes`)."""
     s = _Slice(b, evs, codes)
     return {c.name: s.column(c) for c in read_columns(table)}
+
+
+_COLLECTIVE = getter(COLLECTIVE.attrs[0])
+
+
+def comms_rows(events: Sequence[Any], candidates: list[np.ndarray]) -> np.ndarray:
+    """The comms table's rows of a slice: its ops and GPU activities (`candidates`, their
+    positions) with a Collective name, in event order. The name is read from the args struct of
+    either schema (a missing args object is no name)."""
+    if not candidates:
+        return _NO_ROWS
+    idx = np.sort(np.concatenate(candidates)) if len(candidates) > 1 else candidates[0]
+    args = [events[i].args for i in idx.tolist()]
+    has = [a is not None for a in args]
+    names = _COLLECTIVE([a for a in args if a is not None])
+    if all(n is None for n in names):
+        return _NO_ROWS
+    named = iter(n.__class__ is str for n in names)
+    keep = [h and next(named) for h in has]
+    rows: np.ndarray = idx[np.asarray(keep, dtype=bool)]
+    return rows
+
+
+_NO_ROWS = np.zeros(0, dtype=np.intp)
 
 
 def _class_codes(events: list[Event]) -> np.ndarray:
@@ -179,6 +214,9 @@ def add_lenient(b: ColumnBuilder, events: list[Event]) -> None:
             if not len(idx):
                 continue
         rows[table] = (idx, table_columns(b, table, _take(events, idx), codes[idx]))
+    comms = comms_rows(events, [rows[t][0] for t in COMMS_SOURCES if t in rows])
+    if len(comms):
+        rows["comms"] = (comms, table_columns(b, "comms", _take(events, comms), codes[comms]))
     counters = []
     if (codes == C_CPR).any():
         idx = np.flatnonzero(codes == C_CPR)
@@ -193,4 +231,4 @@ def add_lenient(b: ColumnBuilder, events: list[Event]) -> None:
     b.commit(n, rows, counters, span)
 
 
-__all__ = ["add_lenient", "table_columns"]
+__all__ = ["add_lenient", "comms_rows", "table_columns"]

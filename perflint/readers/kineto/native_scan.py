@@ -14,7 +14,7 @@ PERFLINT_NATIVE=0 turns the scanner off (the pure-Python reader, as without a co
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -22,8 +22,11 @@ import numpy as np
 from perflint.ids import distinct
 from perflint.model import NONE
 from perflint.readers.kineto.builder import ColumnBuilder, Rows
-from perflint.readers.kineto.codes import CAT_CODES, G_CPR, G_GPU, G_TRACE, GROUP, KIND_OF, MEM_CODE, TABLE_GROUPS
+from perflint.readers.kineto.codes import CAT_CODES, G_CPR, G_GPU, G_TRACE, GROUP, KIND_OF, MEM_CODE, SIDE_OF, TABLE_GROUPS
 from perflint.readers.kineto.columns import (
+    COLLECTIVE,
+    COMM_ROW,
+    COMMS_SOURCES,
     DIM3,
     KIND,
     NAME,
@@ -31,7 +34,9 @@ from perflint.readers.kineto.columns import (
     NUMBER,
     RAW,
     ROW,
+    SCANNER_COMM_ROWS,
     SCANNER_ROWS,
+    SIDE,
     TABLES,
     TEXT,
     THREAD,
@@ -44,13 +49,14 @@ try:
     import perflint.readers.kineto._kscan as _kscan
 except ImportError:  # not built (no compiler at install, or PERFLINT_NO_NATIVE=1): the msgspec path
     _kscan = None  # type: ignore[assignment]  # a module or None: built() says which
-if _kscan is not None and getattr(_kscan, "ROWS", None) != SCANNER_ROWS:
+if _kscan is not None and (getattr(_kscan, "ROWS", None) != SCANNER_ROWS or getattr(_kscan, "COMM_ROWS", None) != SCANNER_COMM_ROWS):
     # Built from other sources (a stale build): its rows would be misread. The msgspec path
     # reads instead; tests/readers/test_kineto_spec.py fails on it.
     _kscan = None  # type: ignore[assignment]
 
 I8, I32, I64, F64 = np.int8, np.int32, np.int64, np.float64
 _NF, _NI, _NS, _NU = map(len, SCANNER_ROWS)
+_NCI, _NCS = map(len, SCANNER_COMM_ROWS)
 # The scanner's phase classes (its U "ph" row).
 PH_X, PH_MEMORY = 1, 2
 
@@ -66,21 +72,26 @@ def available() -> bool:
 
 
 class NativeSlice:
-    """Events as the scanner's columns, with each event's group (codes.G_*)."""
+    """Events as the scanner's columns, with each event's group (codes.G_*), and the collective
+    records of the events with a Collective name: their positions (`cev`, ascending) and values
+    (`CI`, `CS`: one column per record)."""
 
-    __slots__ = ("n", "F", "I", "S", "codes", "group", "odd", "strs", "raws", "pairs")
+    __slots__ = ("n", "F", "I", "S", "codes", "group", "odd", "strs", "raws", "pairs", "cev", "CI", "CS")
 
     def __init__(self, n: int, F: np.ndarray, I: np.ndarray, S: np.ndarray, codes: np.ndarray, group: np.ndarray,
-                 odd: np.ndarray, strs: list[str], raws: list[bytes], pairs: list[tuple[Any, Any]]) -> None:  # fmt: skip
+                 odd: np.ndarray, strs: list[str], raws: list[bytes], pairs: list[tuple[Any, Any]],
+                 cev: np.ndarray, CI: np.ndarray, CS: np.ndarray) -> None:  # fmt: skip
         self.n, self.F, self.I, self.S, self.codes, self.group, self.odd = n, F, I, S, codes, group, odd
         self.strs, self.raws, self.pairs = strs, raws, pairs
+        self.cev, self.CI, self.CS = cev, CI, CS
 
     def __len__(self) -> int:
         return self.n
 
     def head(self, k: int) -> NativeSlice:
+        c = int(np.searchsorted(self.cev, k))
         return NativeSlice(k, self.F[:, :k], self.I[:, :k], self.S[:, :k], self.codes[:k], self.group[:k], self.odd[:k],
-                           self.strs, self.raws, self.pairs)  # fmt: skip
+                           self.strs, self.raws, self.pairs, self.cev[:c], self.CI[:, :c], self.CS[:, :c])  # fmt: skip
 
 
 class Parts(list):  # type: ignore[type-arg]
@@ -157,7 +168,7 @@ def _columns(data: Any, lo: int, hi: int) -> tuple[NativeSlice, np.ndarray, int]
     got = _kscan.scan(data, lo, hi)
     if got is None:
         return None
-    n, fb, ib, sb, ub, ob, strs, raws, pairs, nxt = got
+    n, fb, ib, sb, ub, ob, strs, raws, pairs, ceb, cib, csb, nxt = got
     F = np.frombuffer(fb, dtype=F64).reshape(_NF, n)
     I = np.frombuffer(ib, dtype=I64).reshape(_NI, n)  # noqa: E741
     S = np.frombuffer(sb, dtype=I32).reshape(_NS, n)
@@ -169,7 +180,10 @@ def _columns(data: Any, lo: int, hi: int) -> tuple[NativeSlice, np.ndarray, int]
     for c in distinct(cats[x]):
         lut[c] = CAT_CODES[strs[c]]
     codes = np.where(x, lut[cats], np.where(ph == PH_MEMORY, MEM_CODE, 0)).astype(I8)
-    ns = NativeSlice(n, F, I, S, codes, GROUP[codes], U[ROW["odd"]].view(np.bool_), strs, raws, pairs)
+    cev = np.frombuffer(ceb, dtype=I64)
+    CI = np.frombuffer(cib, dtype=I64).reshape(len(cev), _NCI).T
+    CS = np.frombuffer(csb, dtype=I32).reshape(len(cev), _NCS).T
+    ns = NativeSlice(n, F, I, S, codes, GROUP[codes], U[ROW["odd"]].view(np.bool_), strs, raws, pairs, cev, CI, CS)
     return ns, np.frombuffer(ob, dtype=I64), nxt
 
 
@@ -177,8 +191,16 @@ def _column(ns: NativeSlice, col: Column, idx: np.ndarray, slut: np.ndarray, rlu
     f = col.field
     rule = f.rule
     out: np.ndarray
-    if rule == KIND:
+    if f.record:  # a collective record's value: `idx` are events with one
+        pos = np.searchsorted(ns.cev, idx)
+        if rule in (NAME, TEXT, NONEMPTY_TEXT):
+            out = slut[ns.CS[COMM_ROW[f.name]][pos]]
+        else:
+            out = ns.CI[COMM_ROW[f.name]][pos].astype(f.dtype, copy=False)
+    elif rule == KIND:
         out = KIND_OF[ns.codes[idx]]
+    elif rule == SIDE:
+        out = SIDE_OF[ns.codes[idx]]
     elif rule == THREAD:
         out = tlut[ns.S[ROW[f.name]][idx]]
     elif rule == RAW:
@@ -190,16 +212,20 @@ def _column(ns: NativeSlice, col: Column, idx: np.ndarray, slut: np.ndarray, rlu
     elif rule == DIM3:
         r = ROW[f.rows[0]]
         out = np.ascontiguousarray(ns.I[r : r + 3][:, idx].T)
-    else:  # ID, STREAM, DEVICE
+    else:  # ID, COUNT, STREAM, DEVICE
         out = ns.I[ROW[f.name]][idx].astype(f.dtype, copy=False)
     return out
 
 
 # Per table: its columns, and its string, raw and thread rows.
 _READ = {t: read_columns(t) for t in TABLES}
-_STRING_ROWS = {t: [ROW[c.field.name] for c in cols if c.field.rule in (NAME, TEXT, NONEMPTY_TEXT)] for t, cols in _READ.items()}
+_STRING_ROWS = {
+    t: [ROW[c.field.name] for c in cols if c.field.rule in (NAME, TEXT, NONEMPTY_TEXT) and not c.field.record] for t, cols in _READ.items()
+}
+_COMM_STRINGS = [COMM_ROW[c.field.name] for c in _READ["comms"] if c.field.record and c.field.rule in (NAME, TEXT, NONEMPTY_TEXT)]
 _RAW_ROWS = {t: [ROW[c.field.name] for c in cols if c.field.rule == RAW] for t, cols in _READ.items()}
 _THREAD_ROWS = {t: [ROW[c.field.name] for c in cols if c.field.rule == THREAD] for t, cols in _READ.items()}
+_COLLECTIVE_ROW = ROW[COLLECTIVE.name]
 
 
 def add_native(b: ColumnBuilder, ns: NativeSlice) -> None:
@@ -211,15 +237,24 @@ def add_native(b: ColumnBuilder, ns: NativeSlice) -> None:
     S, group = ns.S, ns.group
     rows_of = {t: np.flatnonzero(group == g) for t, g in TABLE_GROUPS.items()}
     rows_of = {t: idx for t, idx in rows_of.items() if len(idx)}
+    named = [idx for t, idx in rows_of.items() if t in COMMS_SOURCES]
+    if named:
+        comms = np.sort(np.concatenate(named)) if len(named) > 1 else named[0]
+        comms = comms[S[_COLLECTIVE_ROW][comms] != NONE]
+        if len(comms):
+            rows_of["comms"] = comms
 
-    def used(which: dict[str, list[int]]) -> np.ndarray:
+    def used(which: dict[str, list[int]], records: Sequence[int] = ()) -> np.ndarray:
         parts = [S[r][idx] for t, idx in rows_of.items() for r in which[t]]
+        if records and "comms" in rows_of:
+            pos = np.searchsorted(ns.cev, rows_of["comms"])
+            parts += [ns.CS[r][pos] for r in records]
         return np.concatenate(parts) if parts else np.zeros(0, dtype=I32)
 
     # Intern only what the tables hold, as the strict builder does (unused strings would stay
     # in the trace's string table).
     ids = b.string_ids
-    slut = _lut(used(_STRING_ROWS), ns.strs, ids.__getitem__)
+    slut = _lut(used(_STRING_ROWS, _COMM_STRINGS), ns.strs, ids.__getitem__)
     rlut = _lut(used(_RAW_ROWS), ns.raws, ids.__getitem__)
     tlut = _lut(used(_THREAD_ROWS), ns.pairs, b.thread_ids.__getitem__)
     rows: dict[str, Rows] = {}

@@ -10,8 +10,25 @@ from typing import Any
 import numpy as np
 
 from perflint.model import NONE, Trace
-from perflint.readers.kineto.codes import C_ANN, C_CPR, C_PYFN, C_RT, CATEGORY_CODES, KIND_OF, as_column, dim3, int_or, num_or_nan, stream_of
+from perflint.readers.kineto.codes import (
+    C_ANN,
+    C_CPR,
+    C_PYFN,
+    C_RT,
+    CATEGORY_CODES,
+    KIND_OF,
+    SIDE_OF,
+    as_column,
+    count_or_none,
+    dim3,
+    int_or,
+    num_or_nan,
+    stream_of,
+)
 from perflint.readers.kineto.columns import (
+    COLLECTIVE,
+    COMMS_SOURCES,
+    COUNT,
     DEFAULT,
     DEVICE,
     DIM3,
@@ -21,6 +38,7 @@ from perflint.readers.kineto.columns import (
     NONEMPTY_TEXT,
     NUMBER,
     RAW,
+    SIDE,
     STREAM,
     TABLE_TYPES,
     TABLES,
@@ -81,6 +99,9 @@ def _reader(col: Column, intern: _Interner, thread: _Threads) -> _Read:
     if rule == KIND:
         kinds = KIND_OF.tolist()
         return lambda e, a, code, name: kinds[code]
+    if rule == SIDE:
+        sides = SIDE_OF.tolist()
+        return lambda e, a, code, name: sides[code]
     if rule == NAME:
         return lambda e, a, code, name: intern(name)
     if rule == THREAD:
@@ -106,6 +127,8 @@ def _reader(col: Column, intern: _Interner, thread: _Threads) -> _Read:
 
     if rule == ID:
         return lambda e, a, code, name: int_or(value(a), default)
+    if rule == COUNT:
+        return lambda e, a, code, name: count_or_none(value(a))
     if rule == NUMBER:
         return lambda e, a, code, name: num_or_nan(value(a))
     if rule == DIM3:
@@ -139,6 +162,7 @@ def build_trace_reference(path: str, events: list[Event], doc: TraceFile | None,
 
     cpr: list[tuple[int, Any, Any]] = []
     codes = CATEGORY_CODES
+    collective = COLLECTIVE.attrs[0]
     profiler_span: tuple[float, float] | None = None
     for e in events:
         ph = e.ph
@@ -161,6 +185,8 @@ def build_trace_reference(path: str, events: list[Event], doc: TraceFile | None,
                 continue
             table = "ops" if code <= C_ANN else "pyfn" if code == C_PYFN else "runtime" if code == C_RT else "gpu"
             add(table, e, a, code, name)
+            if table in COMMS_SOURCES and isinstance(getattr(a, collective), str):
+                add("comms", e, a, code, name)
         elif (ph == "i" or ph == "I") and e.name == "[memory]":
             if e.args is None:
                 continue

@@ -25,9 +25,12 @@ import numpy as np
 
 from perflint.model import NONE
 from perflint.readers.kineto.builder import ColumnBuilder, CounterRow, Rows
-from perflint.readers.kineto.codes import CAT_CODES, G_CPR, G_MEM, G_TRACE, GROUP, KIND_OF, TABLE_GROUPS, int_or, stream_of
+from perflint.readers.kineto.codes import CAT_CODES, G_CPR, G_MEM, G_TRACE, GROUP, KIND_OF, SIDE_OF, TABLE_GROUPS, int_or, stream_of
 from perflint.readers.kineto.columns import (
+    COLLECTIVE,
+    COMMS_SOURCES,
     COMPLETE_TABLES,
+    COUNT,
     DEVICE,
     DIM3,
     ID,
@@ -36,6 +39,7 @@ from perflint.readers.kineto.columns import (
     NONEMPTY_TEXT,
     NUMBER,
     RAW,
+    SIDE,
     STREAM,
     STRING_RULES,
     TEXT,
@@ -104,6 +108,28 @@ def _kind(f: Field) -> _Read:
     def read(s: _Slice) -> np.ndarray:
         kinds: np.ndarray = KIND_OF[s.codes]
         return kinds
+
+    return read
+
+
+def _side(f: Field) -> _Read:
+    def read(s: _Slice) -> np.ndarray:
+        sides: np.ndarray = SIDE_OF[s.codes]
+        return sides
+
+    return read
+
+
+_INT64_MAX = (1 << 63) - 1
+
+
+def _count(f: Field) -> _Read:
+    """A count as every builder reads it (codes.count_or_none): a non-negative JSON integer."""
+    get = getter(f.attrs[0])
+
+    def read(s: _Slice) -> np.ndarray:
+        vals = get(s.args)
+        return _col((v if v.__class__ is int and 0 <= v <= _INT64_MAX else NONE for v in vals), I64, s.m)
 
     return read
 
@@ -242,7 +268,7 @@ def _nonempty_text(f: Field) -> _Read:
 # (rule, typed) -> the maker of a column's reader; event keys are typed by schema.XEvent, args as
 # their field says. A column without one fails at import.
 _READERS: dict[tuple[str, bool], Callable[[Field], _Read]] = {
-    (KIND, True): _kind, (NAME, True): _name, (THREAD, True): _thread, (TIME, True): _time,
+    (KIND, True): _kind, (SIDE, True): _side, (COUNT, False): _count, (NAME, True): _name, (THREAD, True): _thread, (TIME, True): _time,
     (ID, True): _id, (ID, False): _untyped_id, (NUMBER, False): _untyped_number, (DIM3, True): _dim3,
     (STREAM, False): _stream, (DEVICE, False): _device, (RAW, True): _raw, (TEXT, False): _text,
     (NONEMPTY_TEXT, True): _nonempty_text,
@@ -265,6 +291,21 @@ _PLAN = {
 }
 
 
+_COLLECTIVE = getter(COLLECTIVE.attrs[0])
+
+
+def _collective_named(s: _Slice, cols: dict[str, np.ndarray]) -> np.ndarray:
+    """Which of a table's rows have a Collective name (the comms table's rows): the GPU table
+    reads the name itself; for ops, the args say."""
+    if COLLECTIVE.name in cols:
+        has: np.ndarray = cols[COLLECTIVE.name] != NONE
+        return has
+    names = _COLLECTIVE(s.args)
+    if names.count(None) == s.m:
+        return np.zeros(s.m, dtype=bool)
+    return np.fromiter((n.__class__ is str for n in names), dtype=bool, count=s.m)
+
+
 def _missing(x: float) -> float | None:
     return None if x != x else x  # NaN is the strict default of an absent time
 
@@ -284,12 +325,21 @@ def add_strict(b: ColumnBuilder, events: list[Any]) -> None:
     present = np.bincount(group, minlength=G_MEM + 1).tolist()
     rows: dict[str, Rows] = {}
     try:
+        named: list[np.ndarray] = []
         for table in COMPLETE_TABLES:
+            if table == "comms":
+                continue
             g = TABLE_GROUPS[table]
             if present[g]:
                 idx = np.flatnonzero(group == g)
                 s = _Slice(b, _take(events, idx), codes[idx])
-                rows[table] = (idx, {name: read(s) for name, read in _PLAN[table]})
+                rows[table] = (idx, cols := {name: read(s) for name, read in _PLAN[table]})
+                if table in COMMS_SOURCES:
+                    named.append(idx[_collective_named(s, cols)])
+        comms = np.sort(np.concatenate(named)) if named else _NO_POS
+        if len(comms):
+            s = _Slice(b, _take(events, comms), codes[comms])
+            rows["comms"] = (comms, {name: read(s) for name, read in _PLAN["comms"]})
     except (OverflowError, ValueError, TypeError):
         raise StrictMiss from None
     if present[G_MEM]:
