@@ -8,6 +8,7 @@ from perflint import facts
 from perflint.facts import (  # noqa: F401
     baseline,
     capabilities,
+    collectives,
     comm,
     counters,
     cudnn,

@@ -30,8 +30,10 @@ from typing import Any
 import numpy as np
 
 from perflint.facts import Context, Fields, Row, capability, enricher, typed
+from perflint.facts import rows as fact_rows
 from perflint.facts._common import kernel_op, model, op_info, window_mask
 from perflint.facts._spans import EMPTY, Spans, length, spans, step_windows, union
+from perflint.facts.collectives import collective_evidence
 from perflint.graph.names import ops_named
 from perflint.metrics.collectives import collective_kind, collectives, kernel_calls
 from perflint.metrics.kernel_classes import CAT_INDEX, classify
@@ -51,6 +53,7 @@ FIELDS: Fields = {
     "comm_source": typed("'host' when the collectives ran on the CPU (gloo spans), null for NCCL/RCCL kernels", "text"),
     "comm_traffic": typed("what the communication is for, by the collective with the most kernel time: expert_parallel (all-to-all: MoE experts, sharded embeddings), tensor_parallel (all-reduce on forward ops), data_parallel, pipeline (send/recv), other", "text"),
     "comm_advice": typed("the fix for that traffic, in words", "text"),
+    "comm_evidence": typed("the numbers behind the advice: the collective with the most kernel time, its calls, bytes and time per step, its bus bandwidth beside the link's peak", "text"),
     "breakdown_source": typed("where compute and exposed communication come from when the trace has no compute kernels: "
                               "the profiler's own per-step breakdown (MindSpore's cluster analysis); null when kernels give them", "text"),
 }
@@ -152,6 +155,7 @@ def comm_numbers(ctx: Context) -> dict[str, Any]:
     out["collectives"] = ", ".join(names) if names else None
     out["comm_traffic"] = _traffic(ctx, np.flatnonzero(comm))
     out["comm_advice"] = ADVICE[out["comm_traffic"]]
+    out["comm_evidence"] = collective_evidence(fact_rows(ctx, "collectives"))
     return out
 
 
