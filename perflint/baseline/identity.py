@@ -5,7 +5,7 @@ A finding's identity is its rule, its subject, the role of its trace and the tra
 
 The subject is what the rule's fact source declares a row's key (op stack, kernel, shapes, source
 line, ...), never times or counts. A trace's ROLE is its path relative to the checked root (the
-directory named on the command line; a file named there is its own base name), with the parts
+directory or archive named on the command line; a file named there is its own base name), with the parts
 of profiler file names that change from run to run (host, pid, timestamp) replaced by `*`, so the
 next run's file of the same rank or worker keeps its identity. A subject field naming a trace
 file (`path`) holds that file's role, not its name.

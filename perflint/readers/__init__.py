@@ -209,10 +209,13 @@ def _none_found(p: str, what: str, found: list[str], skips: list[Skip], errs: li
 
 
 def _is_archive(path: str) -> bool:
-    """A tar (plain or gzip) or zip archive, by content, or by its name when its content cannot
-    be told (its listing then says what is wrong)."""
+    """A tar (plain or gzip) or zip archive by content; or by its name, unless its content is a
+    format some reader takes (a damaged archive: its listing says what is wrong)."""
     got = head(path, archive.MAGIC_BYTES)
-    return archive.is_archive_head(got[0]) if got is not None and got[0] else path.endswith(archive.SUFFIXES)
+    data = got[0] if got is not None else b""
+    if archive.is_archive_head(data):
+        return True
+    return path.endswith(archive.SUFFIXES) and not any(r.sniff(path, data) for r in READERS.values())
 
 
 def excluded_by(rel: str, globs: tuple[str, ...] | list[str], whole: bool = False) -> str | None:
@@ -316,7 +319,7 @@ def _scan_archive(path: str, rel: str, exclude: tuple[str, ...]) -> tuple[list[s
             files[e.name] = e
     with archive.cached_heads(path, entries):
         claimed = _claimed_in_archive(path, sorted(files))
-        for name in sorted(files):
+        for name in sorted(files, key=_walk_order):
             e = files[name]
             parts = name.split("/")
             if any(_hidden(part) for part in parts) or any(d == "" or name.startswith(d + "/") for d in claimed):
@@ -338,9 +341,16 @@ def _scan_archive(path: str, rel: str, exclude: tuple[str, ...]) -> tuple[list[s
                 skipped.append((member, why))
     if claimed:
         title = next(iter(claimed.values()))
-        dirs = ", ".join(sorted(claimed)[:3]) + (", ..." if len(claimed) > 3 else "")
+        dirs = ", ".join(d or "at its root" for d in sorted(claimed)[:3]) + (", ..." if len(claimed) > 3 else "")
         skipped.append((path, f"{title} inside the archive ({dirs}): read from a directory only; extract it and check the directory"))
     return found, skipped, None
+
+
+def _walk_order(name: str) -> tuple[tuple[int, str], ...]:
+    """Members in the order a directory scan walks the same files: by name, a directory's files
+    before its subdirectories."""
+    parts = name.split("/")
+    return (*((1, d) for d in parts[:-1]), (0, parts[-1]))
 
 
 def _claimed_in_archive(path: str, names: list[str]) -> dict[str, str]:

@@ -25,14 +25,13 @@ import stat
 import tarfile
 import tempfile
 import zipfile
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
 from perflint.errors import InputError
 from perflint.readers import budget
-from perflint.readers.gzipped import GZIP_MAGIC, STREAM_ERRORS, Head, gzip_reader, head_of
+from perflint.readers.gzipped import GZIP_MAGIC, GZIP_WBITS, STREAM_ERRORS, ZLIB, Head, gzip_reader, head_of
 from perflint.readers.gzipped import gunzip as _gunzip_all
 
 SEP = "!/"  # between an archive's path and a member's name
@@ -112,13 +111,17 @@ def limit() -> int | None:
     return budget.whole_in_memory(_BUDGET.get())
 
 
-def too_big(path: str, size: int | None, cap: int, what: str = "") -> InputError:
-    many = f"{size >> 20} MiB" if size is not None else f"more than {cap >> 20} MiB"
+def too_big(path: str, size: int | None, cap: int, verb: str = "holds") -> InputError:
+    amount = _mib(size) if size is not None else f"more than {_mib(cap)}"
     return InputError(
         path,
-        f"archive member {what}holds {many}, more than a member may hold in memory within the memory budget "
-        f"({cap >> 20} MiB): extract it and check the file, or raise --memory-budget",
+        f"archive member {verb} {amount}: a member is read in memory, and the memory budget lets it hold "
+        f"{_mib(cap)}; extract it and check the file, or raise --memory-budget",
     )
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):.1f} MiB"
 
 
 # -- opening -----------------------------------------------------------------------------------
@@ -163,11 +166,11 @@ def _zip_kind(zi: zipfile.ZipInfo) -> str:
     if zi.is_dir():
         return DIR
     mode = zi.external_attr >> 16
-    if zi.create_system == 3 and mode:  # Unix attributes: the file type is in the high bits
-        if stat.S_ISLNK(mode):
-            return LINK
-        if not stat.S_ISREG(mode):
-            return SPECIAL
+    kind = stat.S_IFMT(mode) if zi.create_system == 3 else 0  # Unix attributes: the file type, if set
+    if kind == stat.S_IFLNK:
+        return LINK
+    if kind not in (0, stat.S_IFREG):
+        return SPECIAL
     return FILE
 
 
@@ -322,23 +325,22 @@ def gunzip(path: str, data: bytes) -> bytes:
     cap = limit()
     if cap is None:
         return _gunzip_all(data)
-    out = bytearray()
+    parts: list[bytes] = []
+    got = 0
     rest = data
     while rest:
-        inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        while rest:
-            out += inflate.decompress(rest, cap + 1 - len(out))
-            if len(out) > cap:
-                raise too_big(path, None, cap, "decompressed ")
-            rest = inflate.unconsumed_tail
-            if inflate.eof:
-                break
+        inflate = ZLIB.decompressobj(GZIP_WBITS)
+        part = inflate.decompress(rest, cap + 1 - got)  # one call: the whole gzip member, unless too big
+        got += len(part)
+        parts.append(part)
+        if got > cap:
+            raise too_big(path, None, cap, "decompresses to")
         if not inflate.eof:
             raise EOFError("truncated gzip stream")
         rest = inflate.unused_data
-        if rest and rest[:2] != GZIP_MAGIC:
-            break  # trailing bytes after the last gzip member: as gzip.decompress would, stop
-    return bytes(out)
+        if rest[:2] != GZIP_MAGIC:
+            break  # bytes after the last gzip member: ignored, as gzip.decompress ignores zero padding
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def member_head(path: str, n: int) -> Head | None:

@@ -33,11 +33,13 @@ def read_bytes(path: str) -> bytes:
     except IsADirectoryError:
         raise InputError(path, "is a directory, expected a trace file") from None
     except FileNotFoundError:
-        data, member = _member_bytes(path), True
+        member = True  # read below: not an error raised while handling this one
     except PermissionError:
         raise InputError(path, "permission denied (unreadable file)") from None
     except OSError as exc:
         raise InputError(path, f"cannot read file: {exc.strerror or exc}") from None
+    if member:
+        data = _member_bytes(path)
     return _content(path, data, member)
 
 
@@ -47,7 +49,7 @@ def _member_bytes(path: str) -> bytes:
     from perflint.readers import archive  # archives import this module
 
     if archive.split(path) is None:
-        raise InputError(path, "no such file") from None
+        raise InputError(path, "no such file")
     return archive.read(path)
 
 
