@@ -312,17 +312,19 @@ def _scan_archive(path: str, rel: str, exclude: tuple[str, ...]) -> tuple[list[s
     files: dict[str, archive.Entry] = {}
     for e in entries:
         if e.unsafe:
-            skipped.append((path, f"member {e.name!r}: a name outside the archive (absolute or '..') is never read"))
-        elif e.kind != archive.DIR and e.name in files:
+            skipped.append((path, f"member {e.name!r}: a name outside the archive (absolute or '..') or with control characters is never read"))
+        elif e.kind == archive.DIR or not e.name or any(_hidden(part) for part in e.name.split("/")):
+            continue  # directories are not listed; hidden files are not looked at, as in a directory
+        elif e.name in files:
             skipped.append((archive.join(path, e.name), "a second member of the same name: the first is read"))
-        elif e.kind != archive.DIR and e.name:
+        else:
             files[e.name] = e
     with archive.cached_heads(path, entries):
         claimed = _claimed_in_archive(path, sorted(files))
         for name in sorted(files, key=_walk_order):
             e = files[name]
             parts = name.split("/")
-            if any(_hidden(part) for part in parts) or any(d == "" or name.startswith(d + "/") for d in claimed):
+            if any(d == "" or name.startswith(d + "/") for d in claimed):
                 continue
             member = archive.join(path, name)
             sub = f"{rel}/{name}" if rel else name
@@ -363,7 +365,7 @@ def _claimed_in_archive(path: str, names: list[str]) -> dict[str, str]:
             children.setdefault("/".join(parts[:i]), set()).add(parts[i])
     out: dict[str, str] = {}
     for d in sorted(children):  # outer directories first
-        if any(_hidden(p) for p in d.split("/") if p) or any(c == "" or d.startswith(c + "/") for c in out):
+        if any(c == "" or d.startswith(c + "/") for c in out):
             continue
         reader = _claiming(archive.join(path, d), sorted(children[d]))
         if reader is not None:

@@ -381,22 +381,32 @@ def local_copy(path: str) -> Iterator[str]:
     that reads only files (SQLite); the copy is named `member.sqlite`, never after the member,
     and removed when the block ends. Within `limit()`, like any member read."""
     cap = limit()
-    tmp = tempfile.mkdtemp(prefix="perflint-member-")
+    try:
+        tmp = tempfile.mkdtemp(prefix="perflint-member-")
+    except OSError as exc:
+        raise InputError(path, f"cannot make a temporary directory for the member's copy: {exc.strerror or exc}") from None
     try:
         copy = os.path.join(tmp, "member.sqlite")
         with open_member(path) as (fh, size):
             if cap is not None and size > cap:
                 raise too_big(path, size, cap)
-            with open(copy, "xb") as out:
-                copied = 0
-                while chunk := fh.read(_CHUNK):
-                    copied += len(chunk)
-                    if cap is not None and copied > cap:
-                        raise too_big(path, None, cap)
-                    out.write(chunk)
+            try:
+                _copy(path, fh, copy, cap)
+            except OSError as exc:
+                raise InputError(path, f"cannot copy the member to a temporary file: {exc.strerror or exc}") from None
         yield copy
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _copy(path: str, fh: IO[bytes], copy: str, cap: int | None) -> None:
+    with open(copy, "xb") as out:
+        copied = 0
+        while chunk := fh.read(_CHUNK):
+            copied += len(chunk)
+            if cap is not None and copied > cap:
+                raise too_big(path, None, cap)
+            out.write(chunk)
 
 
 __all__ = [
