@@ -302,3 +302,21 @@ def test_a_file_named_like_a_member_is_the_file(tmp_path: Path) -> None:
     (real / "a.json").write_bytes(CPU.read_bytes())
     assert archive.split(f"{arch}!/a.json") is None  # the file that exists is read, never the member
     assert read_bytes(f"{arch}!/a.json") == gzip.decompress(CPU.read_bytes())
+
+
+def test_a_compressed_tar_of_many_members_is_read_through_an_index(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(archive, "INDEXED_MIN_FILES", 2)
+    monkeypatch.setattr(archive, "INDEXED_MIN_BYTES", 0)
+    monkeypatch.setattr(archive, "_TABLES", {})
+    traces = sorted((FIXTURES / "cpu").glob("*.json.gz"))[:6]
+    files = {f"r{i}/{p.name}": gzip.decompress(p.read_bytes()) for i, p in enumerate(traces)}  # plain JSON members
+    for name, data in files.items():
+        (tmp_path / "run" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "run" / name).write_bytes(data)
+    arch = build(tmp_path / "run.tgz", dict(reversed(files.items())))  # archive order: the reverse of the walk's
+    _, want, _ = _check(capsys, str(tmp_path / "run"))
+    code, got, _ = _check(capsys, str(arch))
+    assert code == 0 and len(got["traces"]) == 6
+    assert json.dumps(got).replace(f"{arch}!/", f"{tmp_path / 'run'}/") == json.dumps(want)
+    (table,) = archive._TABLES.values()
+    assert table.index is not None and len(table.index.points) == 12  # where each member starts and ends
