@@ -171,8 +171,7 @@ def discover(paths: list[str], exclude: list[str] | tuple[str, ...] = ()) -> tup
     for p in paths:
         if os.path.isdir(p) and _claiming(p) is None:
             found, skips, errs = _scan_dir(p, tuple(exclude))
-            errors.extend(errs)
-            _none_found(p, "directory", found, skips, errs, errors)
+            errors.extend(errs or _none_found(p, "directory", found, skips))
             files.extend(found)
             skipped.extend(skips)
         elif os.path.exists(p):
@@ -181,10 +180,7 @@ def discover(paths: list[str], exclude: list[str] | tuple[str, ...] = ()) -> tup
                 skipped.append((p, f"{EXCLUDED} '{glob}'"))
             elif not os.path.isdir(p) and _is_archive(p):
                 found, skips, err = _scan_archive(p, "", tuple(exclude))
-                if err is not None:
-                    errors.append(err)
-                else:
-                    _none_found(p, "archive", found, skips, [], errors)
+                errors.extend([err] if err is not None else _none_found(p, "archive", found, skips))
                 files.extend(found)
                 skipped.extend(skips)
             else:
@@ -199,13 +195,13 @@ def discover(paths: list[str], exclude: list[str] | tuple[str, ...] = ()) -> tup
     return files, errors, skipped
 
 
-def _none_found(p: str, what: str, found: list[str], skips: list[Skip], errs: list[InputError], errors: list[InputError]) -> None:
+def _none_found(p: str, what: str, found: list[str], skips: list[Skip]) -> list[InputError]:
     """The error of a directory or archive named on the command line that yields no trace (none
-    when its traces were excluded, the user's choice, or its own errors say why)."""
-    if found or errs or any(why.startswith(EXCLUDED) for _, why in skips):
-        return
+    when its traces were excluded: the user's choice)."""
+    if found or any(why.startswith(EXCLUDED) for _, why in skips):
+        return []
     many = f"{len(skips)} file{'s' if len(skips) != 1 else ''} skipped" if skips else "no files"
-    errors.append(InputError(p, f"no trace files in {what} ({many}; trace files are {', '.join(trace_suffixes())})"))
+    return [InputError(p, f"no trace files in {what} ({many}; trace files are {', '.join(trace_suffixes())})")]
 
 
 def _is_archive(path: str) -> bool:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from perflint.errors import InputError
+from perflint.readers import archive
 from perflint.readers.gzipped import GZIP as _gzip
 from perflint.readers.gzipped import GZIP_ERRORS, GZIP_MAGIC, STREAM_ERRORS, Head, gunzip, head_of
 from perflint.readers.gzipped import ZLIB as _zlib
@@ -46,8 +47,6 @@ def read_bytes(path: str) -> bytes:
 def _member_bytes(path: str) -> bytes:
     """The raw bytes of the archive member `path` names; InputError "no such file" when it names
     none."""
-    from perflint.readers import archive  # archives import this module
-
     if archive.split(path) is None:
         raise InputError(path, "no such file")
     return archive.read(path)
@@ -59,8 +58,6 @@ def _content(path: str, data: bytes, member: bool) -> bytes:
     if data[:2] == GZIP_MAGIC:
         try:
             if member:
-                from perflint.readers import archive
-
                 data = archive.gunzip(path, data)
             else:
                 data = gunzip(data)
@@ -369,8 +366,6 @@ def head(path: str, limit: int = HEAD_BYTES) -> Head | None:
         with open(path, "rb") as fh:
             return head_of(fh, limit)
     except FileNotFoundError:
-        from perflint.readers import archive  # archives import this module
-
         return archive.member_head(path, limit) if archive.split(path) is not None else None
     except (OSError, zlib.error):
         return None

@@ -11,6 +11,7 @@ import os
 import sqlite3
 
 from perflint.errors import InputError
+from perflint.readers import archive
 
 MAGIC = b"SQLite format 3\x00"
 
@@ -22,8 +23,6 @@ def connect(path: str) -> sqlite3.Connection:
     if not os.path.lexists(path):
         member = _member_version(path)
         if member is not None:
-            from perflint.readers import archive
-
             with archive.local_copy(path) as copy:
                 return _connect(path, copy, "&immutable=1")  # a private copy: no locks, no journal
     return _connect(path, path)
@@ -40,8 +39,6 @@ def _connect(path: str, file: str, flags: str = "") -> sqlite3.Connection:
 
 def _member_version(path: str) -> tuple[int, int] | None:
     """(mtime, size) of the archive holding the member `path`; None when `path` is no member."""
-    from perflint.readers import archive
-
     where = archive.split(path)
     if where is None:
         return None
@@ -97,6 +94,11 @@ def is_sqlite(head: bytes) -> bool:
 def describe_other(path: str) -> str:
     """Why a SQLite file is not a trace perflint reads, for the one-line error."""
     found = tables(path)
+    if found is None and _member_version(path) is not None:
+        try:  # a member: its copy may be what failed (too big for the memory budget)
+            connect(path).close()
+        except InputError as exc:
+            return exc.problem
     if found is None:
         return "corrupt or truncated SQLite database (its schema cannot be read)"
     names = sorted(found)
