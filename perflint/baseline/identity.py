@@ -5,7 +5,7 @@ A finding's identity is its rule, its subject, the role of its trace and the tra
 
 The subject is what the rule's fact source declares a row's key (op stack, kernel, shapes, source
 line, ...), never times or counts. A trace's ROLE is its path relative to the checked root (the
-directory named on the command line; a file named there is its own base name), with the parts
+directory or archive named on the command line; a file named there is its own base name), with the parts
 of profiler file names that change from run to run (host, pid, timestamp) replaced by `*`, so the
 next run's file of the same rank or worker keeps its identity. A subject field naming a trace
 file (`path`) holds that file's role, not its name.
@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from perflint.model import Trace
+from perflint.readers.archive import SEP
 
 RUN_ROLE = "(all ranks)"  # the role of run-level (multi-rank) findings
 PATH_FIELDS = frozenset({"path"})  # subject fields that name a trace file
@@ -73,8 +74,11 @@ def trace_role(path: str, roots: Iterable[str]) -> str:
     p = path.replace(os.sep, "/")
     for root in roots:
         r = root.replace(os.sep, "/").rstrip("/")  # "/" becomes "", whose prefix is "/"
-        if root and p.startswith(r + "/"):
-            head, _, base = p[len(r) + 1 :].rpartition("/")
+        # An archive named there is a directory of members: `run.tgz!/rank0/a.json` has the
+        # role that `run/rank0/a.json` has under the directory `run`.
+        under = next((r + sep for sep in ("/", SEP) if p.startswith(r + sep)), None) if root else None
+        if under is not None:
+            head, _, base = p[len(under) :].rpartition("/")
             return f"{head}/{normalize_name(base)}" if head else normalize_name(base)
     return normalize_name(p.rpartition("/")[2])
 

@@ -57,8 +57,9 @@ positive_int = text_reader(read_count)
 
 
 def _add_paths(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="+", metavar="PATH", help="trace files (PyTorch/Kineto .json, .json.gz; Nsight Systems .sqlite, .sqlite3, .sql; nvprof .nvvp) or "
-        "directories of them (one per rank) and MindSpore profiler output directories")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="trace files (PyTorch/Kineto .json, .json.gz; Nsight Systems .sqlite, .sqlite3, .sql; nvprof .nvvp), "
+        "directories of them (one per rank), MindSpore profiler output directories, and .tar, .tar.gz, .tgz or .zip archives "
+        "of trace files (read member by member like a directory, never extracted; one member: ARCHIVE!/MEMBER)")
 
 
 def add_input_options(p: argparse.ArgumentParser) -> None:

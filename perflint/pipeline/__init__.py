@@ -13,7 +13,7 @@ from perflint.model import Trace
 from perflint.pipeline.cluster import ClusterError  # dask itself is imported only when a run uses it
 from perflint.pipeline.work import Outcome, Work
 from perflint.pipeline.work import run_one as _run_one
-from perflint.readers import PendingRead, ReadOptions, discover, start_read
+from perflint.readers import PendingRead, ReadOptions, archive, discover, start_read
 
 if TYPE_CHECKING:
     from perflint.pipeline.ranks import RankPool
@@ -54,7 +54,7 @@ class Prepared:
     ) -> None:
         self.fmt, self.jobs, self.executor, self.memory_budget = fmt, jobs, executor or Executor(), memory_budget
         self.files, self.errors, self.skipped = discover(paths, exclude)  # skipped: (path, reason) pairs
-        self.named = {os.path.normpath(p) for p in paths if os.path.isfile(p)}  # asked for by name
+        self.named = {os.path.normpath(p) for p in paths if os.path.isfile(p) or archive.split(p)}  # asked for by name (a member too)
         self.pending: PendingRead | None = None
         self.ranks: RankPool | None = None
         if self.executor.kind != "dask" and jobs > 1 and len(self.files) > 1 and _trace_bytes(self.files) >= RANK_POOL_MIN_BYTES:

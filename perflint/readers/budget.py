@@ -72,6 +72,16 @@ def budget(given: int | None = None) -> int | None:
     return available_memory()
 
 
+def whole_in_memory(memory_budget: int | None = None) -> int | None:
+    """The most bytes of content a read may hold whole in memory beside the trace's columns (an
+    archive member, which has no file to map and release): the budget's room above BASE_BYTES
+    shared by the content and its COLUMNS_PER_BYTE; None where no budget is known."""
+    limit = budget(memory_budget)
+    if limit is None:
+        return None
+    return max(MIN_SLICE, int((limit - BASE_BYTES) / (1 + COLUMNS_PER_BYTE)))
+
+
 def in_flight(workers: int, slice_bytes: int, gz: bool) -> float:
     slices = workers + (2 * workers + 2 if gz else 0)
     return IN_FLIGHT_PER_SLICE_BYTE * slices * slice_bytes

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import mmap
 import os
 import stat
@@ -11,31 +10,20 @@ from collections.abc import Callable
 from typing import Any
 
 from perflint.errors import InputError
+from perflint.readers import archive
+from perflint.readers.gzipped import GZIP as _gzip
+from perflint.readers.gzipped import GZIP_ERRORS, GZIP_MAGIC, STREAM_ERRORS, Head, gunzip, head_of
+from perflint.readers.gzipped import ZLIB as _zlib
 
-# python-isal (Intel's ISA-L) decompresses gzip 2.5x faster than zlib with zlib's API; where it
-# has no wheel, zlib does the same work.
-try:
-    from isal import igzip as _gzip
-    from isal import isal_zlib as _zlib
-
-    # isal's stub declares `error` an instance of Exception; it is the module's exception class.
-    ZLIB_ERRORS: tuple[type[Exception], ...] = (zlib.error, _zlib.error)  # type: ignore[assignment]
-except ImportError:  # pragma: no cover - platforms without an isal wheel
-    _gzip, _zlib = gzip, zlib  # type: ignore[misc]
-    ZLIB_ERRORS = (zlib.error,)
-# Named tuples of classes: mypy does not read a starred name inside an `except (...)` tuple.
-GZIP_ERRORS: tuple[type[Exception], ...] = (OSError, *ZLIB_ERRORS)
-STREAM_ERRORS: tuple[type[Exception], ...] = (EOFError, *GZIP_ERRORS)  # truncated, corrupt, a bad header or CRC
-
-GZIP_MAGIC = b"\x1f\x8b"
 MMAP_MIN_BYTES = 64 << 20
 HEAD_BYTES = 64 << 10  # what sniffing a file reads of it
 BLANK = b" \t\r\n\xef\xbb\xbf"  # whitespace and a UTF-8 byte-order mark
-_GZIP_WBITS = 16 + zlib.MAX_WBITS  # plain files above this are mapped, not read: the chunked reader releases pages
 
 
 def read_bytes(path: str) -> bytes:
-    """The uncompressed bytes of `path` (gzip detected by magic, not by extension)."""
+    """The uncompressed bytes of `path` (gzip detected by magic, not by extension); `path` may
+    name an archive member (`archive.SEP`)."""
+    member = False
     try:
         mode = os.stat(path).st_mode
         # A FIFO or device would block or never end: only regular files are traces.
@@ -46,14 +34,33 @@ def read_bytes(path: str) -> bytes:
     except IsADirectoryError:
         raise InputError(path, "is a directory, expected a trace file") from None
     except FileNotFoundError:
-        raise InputError(path, "no such file") from None
+        member = True  # read below: not an error raised while handling this one
     except PermissionError:
         raise InputError(path, "permission denied (unreadable file)") from None
     except OSError as exc:
         raise InputError(path, f"cannot read file: {exc.strerror or exc}") from None
+    if member:
+        data = _member_bytes(path)
+    return _content(path, data, member)
+
+
+def _member_bytes(path: str) -> bytes:
+    """The raw bytes of the archive member `path` names; InputError "no such file" when it names
+    none."""
+    if archive.split(path) is None:
+        raise InputError(path, "no such file")
+    return archive.read(path)
+
+
+def _content(path: str, data: bytes, member: bool) -> bytes:
+    """`data` decompressed when it is gzip (an archive `member`'s within the memory budget);
+    InputError when that fails or nothing is left."""
     if data[:2] == GZIP_MAGIC:
         try:
-            data = _gzip.decompress(data)
+            if member:
+                data = archive.gunzip(path, data)
+            else:
+                data = gunzip(data)
         except EOFError:
             raise InputError(path, "truncated gzip stream (file ends before the compressed data does)") from None
         except GZIP_ERRORS as exc:
@@ -349,30 +356,16 @@ def open_source(path: str) -> bytes | mmap.mmap | GzipStream:
     return read_bytes(path)
 
 
-def head(path: str, limit: int = HEAD_BYTES) -> tuple[bytes, bool] | None:
+def head(path: str, limit: int = HEAD_BYTES) -> Head | None:
     """The first `limit` bytes of the content and whether that is all of it; None when the file
-    cannot be read or decompressed that far (the reader words the problem)."""
+    cannot be read or decompressed that far (the reader words the problem). `path` may name an
+    archive member."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             return None  # a FIFO or device would block: the reader words the problem
         with open(path, "rb") as fh:
-            raw = fh.read(limit + 1)
-            if raw[:2] != GZIP_MAGIC:
-                return raw[:limit], len(raw) <= limit
-            inflate = zlib.decompressobj(_GZIP_WBITS)
-            out = bytearray()
-            while raw and len(out) <= limit:
-                out += inflate.decompress(raw, limit + 1 - len(out))
-                if inflate.unconsumed_tail:
-                    raw = inflate.unconsumed_tail
-                elif inflate.eof:
-                    break
-                else:
-                    raw = fh.read(1 << 16)
-            if len(out) <= limit and not inflate.eof:
-                return None  # truncated inside the head
-            # A second gzip member after the first would be more content: rare enough to read it as "more".
-            complete = len(out) <= limit and not inflate.unused_data and not fh.read(1)
-            return bytes(out[:limit]), complete
+            return head_of(fh, limit)
+    except FileNotFoundError:
+        return archive.member_head(path, limit) if archive.split(path) is not None else None
     except (OSError, zlib.error):
         return None

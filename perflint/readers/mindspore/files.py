@@ -11,6 +11,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from perflint.readers.source import head as first_bytes
+
 # file family -> pattern; group 1 is the device (or rank) id.
 PATTERNS: dict[str, re.Pattern[str]] = {
     "gpu_timeline": re.compile(r"^gpu_timeline_display_(\d+)\.json$"),
@@ -77,12 +79,10 @@ def family_of(name: str) -> tuple[str, int] | None:
 
 
 def _starts_with(path: str, head: bytes) -> bool:
-    try:
-        with open(path, "rb") as f:
-            got = f.read(len(head) + 64)
-    except OSError:
+    got = first_bytes(path, len(head) + 64)  # a member of an archive too: the scan says it is not read from there
+    if got is None:
         return False
-    return got.lstrip(b"\xef\xbb\xbf \t\r\n").replace(b" ", b"").startswith(head.replace(b" ", b""))
+    return got[0].lstrip(b"\xef\xbb\xbf \t\r\n").replace(b" ", b"").startswith(head.replace(b" ", b""))
 
 
 def prof_timelines(path: str) -> dict[int, list[str]]:
