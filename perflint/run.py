@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from perflint.errors import InputError
+from perflint.errors import NOTHING_TO_CHECK, InputError
 from perflint.options import CheckOptions, budget, check_choices, path_or_none, selectors
 
 if TYPE_CHECKING:
@@ -200,6 +200,9 @@ def run_check(
         fail_on=opts.fail_on or cfg.fail_on or "error",
         skipped=[SkippedFile(p, why) for p, why in prepared.skipped],
     )
+    if paths and not traces and not result.errors and result.skipped:
+        # Every file found turned out not to be a trace: a gate that checked nothing must not pass.
+        result.errors.append(f"{' '.join(paths)}: {NOTHING_TO_CHECK}: no trace among the files found ({len(result.skipped)} skipped)")
     if baseline is not None:
         result.notices.extend(skipped_notice(p, why) for p, why in baseline.skipped)
     by_code = {ar.code: ar.rule for ar in active}

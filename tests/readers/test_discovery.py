@@ -264,3 +264,12 @@ def test_other_tools_chrome_timelines_in_a_directory_are_skipped(capsys: pytest.
     (skipped,) = doc["skipped"]
     assert skipped["path"].endswith("timeline_display_1.json") and "no PyTorch profiler events" in skipped["reason"]
     assert main(["check", str(tmp_path / "timeline_display_1.json")]) == 2
+
+
+def test_files_that_all_turn_out_not_traces_fail_the_run(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A directory whose only candidate is a Chrome trace without profiler events: the file is
+    skipped (not unreadable), and a gate that checked nothing is an error, not a pass."""
+    (tmp_path / "chrome.json").write_text(json.dumps({"traceEvents": [{"ph": "X", "name": "f", "ts": 1, "dur": 2, "pid": 1, "tid": 1, "cat": "x"}]}))
+    code, doc, _ = _json_check(capsys, str(tmp_path))
+    assert code == 2 and doc["traces"] == [] and len(doc["skipped"]) == 1
+    assert doc["errors"] == [f"{tmp_path}: nothing to check: no trace among the files found (1 skipped)"]
