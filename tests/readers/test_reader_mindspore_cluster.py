@@ -271,3 +271,18 @@ def test_a_step_level_finding_is_capped_by_every_step_not_the_op_timelines(capsy
     doc = _check(LONG, "DATA001", capsys)
     (f,) = doc["traces"][0]["findings"]
     assert f["impact_us"] == pytest.approx(8200.0 * 38) and "impact_uncapped_us" not in f["evidence"]
+
+
+def test_point_to_point_sizes_come_from_hccl_raw() -> None:
+    """Each rank's Send and Receive spans take their message size from hccl_raw's transfers (what
+    a Send sent, what a Receive received: 16,384 KB each, two per step over 4 steps); an
+    all-reduce's per-link transfers are not its size as nccl-tests counts it, so it has none."""
+    import perflint
+
+    rows = perflint.comms(str(FIXTURES / "mindspore" / "ascend" / "pipeline_cluster"))
+    by = {(r["rank"], r["name"]): r for r in rows}
+    for rank in range(4):
+        p2p = by[(rank, "send")]
+        assert p2p["count"] == 8 and p2p["bytes"] == 8 * 16_384_000 and p2p["sized"] == 8
+        assert p2p["busbw_gbps"] == pytest.approx(p2p["bytes"] / (p2p["time_us"] * 1e3), abs=1e-3)  # bus factor 1
+        assert by[(rank, "all_reduce")]["bytes"] is None

@@ -87,13 +87,17 @@ def device_trace(path: str, d: DeviceFiles, use: str, rank: int | None, world: i
         phases["fp_bp_us"].append(steps.bp[i] - steps.fp[i])
         phases["tail_us"].append(b - steps.bp[i])
     meta["step_phases"] = phases
+    if "hccl" in d.files:
+        meta["hccl"] = read_hccl(d.files["hccl"])
+    sizes = _p2p_bytes(meta.get("hccl"), rank)
     for name, stream, kind, a, b in steps.comm:
         if lo <= a <= hi:  # with an op timeline, communication is op-level: inside it only
             cols.kernel(name, d.device, stream, a, b - a, collective=kind)
+            nbytes = sizes.get((steps.at(a), name))
+            if nbytes is not None:
+                cols.message_bytes(kind, nbytes)
     if "minddata" in d.files:
         meta["data_queues"] = read_minddata(d.files["minddata"])
-    if "hccl" in d.files:
-        meta["hccl"] = read_hccl(d.files["hccl"])
     if "cluster" in d.files and d.cluster is not None:
         meta["step_breakdown"], warning = _breakdown(d.files["cluster"], steps, d.cluster[0] == "pipeline-parallel")
         warnings.extend([warning] if warning else [])
@@ -106,9 +110,26 @@ def device_trace(path: str, d: DeviceFiles, use: str, rank: int | None, world: i
             meta["pipeline_stage"] = rank // (ranks // stages)
             meta["pipeline_stages"] = stages
     return build_trace(
-        path, FORMAT, cols.strings, cols.threads, ops=cols.ops, gpu=cols.gpu,
+        path, FORMAT, cols.strings, cols.threads, ops=cols.ops, gpu=cols.gpu, comms=cols.comms,
         rank=rank, world_size=world, meta=meta, warnings=warnings, recording=RECORDING,
     )  # fmt: skip
+
+
+def _p2p_bytes(hccl: dict[str, Any] | None, rank: int | None) -> dict[tuple[int | None, str], int]:
+    """(step, operator) -> the bytes of this rank's point-to-point message in it, from hccl_raw's
+    transfers: what a Send sent, what a Receive received. A collective's per-link transfers are
+    not its size as nccl-tests counts it (an all-reduce's ring moves 2(n-1)/n of its buffer), so
+    only sends and receives get one."""
+    out: dict[tuple[int | None, str], int] = {}
+    if not hccl or rank is None:
+        return out
+    for t in hccl.get("transfers", []):
+        side = {"Send": "src_rank", "Receive": "dst_rank"}.get(str(t.get("collective")))
+        if side is None or t.get(side) != rank or not t.get("operator"):
+            continue
+        key = (t["step"], str(t["operator"]))
+        out[key] = out.get(key, 0) + int(t["bytes"])
+    return out
 
 
 def _breakdown(path: str, steps: StepTrace, pipeline: bool) -> tuple[dict[str, Any], str | None]:

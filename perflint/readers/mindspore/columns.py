@@ -7,10 +7,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from perflint.model import KERNEL, OP_ANNOTATION, OP_CPU
+from perflint.model import COMM_GPU, KERNEL, NONE, OP_ANNOTATION, OP_CPU
 from perflint.readers.tables import Strings, Threads
 
 _OP_SUFFIX = re.compile(r"-op\d+(?:_\d+)?$")
+COMM_KEYS = ("side", "ext_id", "correlation", "name", "dtype", "in_nelems", "out_nelems", "group_size", "seq", "rank_start",
+             "rank_stride", "pg_name", "pg_desc", "pg_ranks")  # fmt: skip
 
 
 def op_type(full_name: str) -> str:
@@ -23,7 +25,8 @@ class Columns:
     strings: Strings = field(default_factory=Strings)
     threads: Threads = field(default_factory=Threads)
     ops: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in ("kind", "name", "thread", "ts", "dur", "dims", "types")})
-    gpu: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in ("kind", "name", "device", "stream", "ts", "dur", "grid", "block", "collective")})
+    gpu: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in ("kind", "name", "device", "stream", "ts", "dur", "grid", "block", "collective", "correlation")})
+    comms: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in COMM_KEYS})
 
     def op(self, name: str, thread: tuple[str, str], ts: float, dur: float, dims: str | None = None,
            types: str | None = None, annotation: bool = False) -> None:  # fmt: skip
@@ -48,3 +51,14 @@ class Columns:
         g["grid"].append(grid)
         g["block"].append(block)
         g["collective"].append(self.strings.id(collective))
+        g["correlation"].append(len(g["kind"]))  # a row's own number: what its collective record links to
+
+    def message_bytes(self, name: str, nbytes: int) -> None:
+        """The last kernel row's collective record: a message of `nbytes` bytes (as elements of
+        one byte), everything else unknown."""
+        c = self.comms
+        row = dict.fromkeys(COMM_KEYS, NONE)
+        row.update(side=COMM_GPU, correlation=self.gpu["correlation"][-1], name=self.strings.id(name), dtype=self.strings.id("Byte"),
+                   in_nelems=nbytes, out_nelems=nbytes)  # fmt: skip
+        for k in COMM_KEYS:
+            c[k].append(row[k])

@@ -50,6 +50,10 @@ class StepTrace:
     def interval_us(self, i: int) -> float:
         return self.fp[i] - self.start[i]
 
+    def at(self, ts: float) -> int | None:
+        """The number of the step whose span holds `ts`, None outside every step."""
+        return next((n for n, a, b in zip(self.number, self.start, self.end) if a <= ts <= b), None)
+
 
 def read_step_trace(path: str) -> StepTrace:
     header, data = rows(path, REQUIRED)
