@@ -105,7 +105,7 @@ class _Count(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class _CC(msgspec.Struct, forbid_unknown_fields=True):
-    value: Annotated[str, msgspec.Meta(pattern=r"^[0-9]+\.[0-9]+$")]  # "9.0": a YAML float would lose "10.0" vs "10"
+    value: Annotated[str, msgspec.Meta(pattern=r"^[0-9]+\.[0-9]+$")]  # text ("9.0"): as a number, minor 1 and 10 would be one
     source: str
     note: str = ""
 
@@ -218,20 +218,20 @@ def read_table(path: Path) -> tuple[Part, ...]:
     try:
         table = _convert(data, _File, [])
         docs = {k: _convert(v, _Document, ["sources", k]) for k, v in table.sources.items()}
-        parts: list[Part] = []
+        out: list[Part] = []
         for i, raw in enumerate(table.parts):
             key = raw.get("key") if isinstance(raw, dict) else None
             entry = f"part '{key}'" if isinstance(key, str) else f"part #{i + 1}"
-            if any(p.key == key for p in parts):
+            if any(p.key == key for p in out):
                 raise _Problem(["parts", i, "key"], "a second part with this key")
-            parts.append(_part(_convert(raw, _Entry, ["parts", i]), docs, ["parts", i]))
+            out.append(_part(_convert(raw, _Entry, ["parts", i]), docs, ["parts", i]))
     except _Problem as p:
         line = yaml_line(path, p.loc)
         where = f"line {line}: " if line else ""
         what = f"{entry}: " if p.loc[:1] == ["parts"] and entry else ""
         inner = ".".join(str(x) for x in (p.loc[2:] if p.loc[:1] == ["parts"] else p.loc))
         raise DeviceTableError(str(path), f"{where}{what}{inner + ': ' if inner else ''}{p.why}") from None
-    return tuple(parts)
+    return tuple(out)
 
 
 @dataclass(frozen=True)
