@@ -3,8 +3,9 @@
 Runs in the normal suite (about 20 s on an idle machine: the venv is made without pip and the
 outer pip installs into it with --no-compile; dependencies come from the pip cache / index).
 It carries the `slow` marker: `pytest -m "not slow"` leaves it out of quick local loops. It
-checks that the built-in rules ship inside the wheel (perflint/builtin_rules)
-and that the installed command, not the source checkout, does the work.
+checks that the built-in rules ship inside the wheel (perflint/builtin_rules), and the device peak
+table (perflint/data/devices.yaml), and that the installed command, not the source checkout, does
+the work.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ def test_wheel_installs_and_runs(tmp_path: Path) -> None:
     shipped = {Path(n).name for n in names if n.startswith("perflint/builtin_rules/") and n.endswith(".yaml")}
     assert shipped == {p.name for p in (ROOT / "rules").glob("*.yaml")}
     assert "perflint/report/schema/report.schema.json" in names
+    assert "perflint/data/devices.yaml" in names  # the device peak table
     assert "perflint/py.typed" in names  # the API's types reach type checkers
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "perflint = perflint.pytest_plugin" in zipfile.ZipFile(wheel).read(entry_points).decode()
@@ -61,3 +63,7 @@ def test_wheel_installs_and_runs(tmp_path: Path) -> None:
     where = _run([str(bindir / "python"), "-c", "import perflint.engine.loader as l; print(l.builtin_rules_dir())"],
                  cwd=work, env=env)
     assert "site-packages" in where.stdout and where.stdout.strip().endswith("perflint/builtin_rules"), where.stdout
+    table = _run([str(bindir / "python"), "-c", "import perflint.metrics.devices as d; print(len(d.parts()), d.DEVICES_FILE)"],
+                 cwd=work, env=env)
+    count, path = table.stdout.split()
+    assert int(count) > 0 and "site-packages" in path and path.endswith("perflint/data/devices.yaml"), table.stdout + table.stderr

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from perflint.graph.load import load_traces
-from perflint.metrics.devices import MATRIX_KEYS, PARTS, VECTOR_KEYS, device_part, match_device
+from perflint.metrics.devices import MATRIX_KEYS, VECTOR_KEYS, device_part, match_device, parts
 from tests.conftest import FIXTURES, ROOT, shared_trace
 
 # Every device name in ../shared/traces and fixtures/: the part it is, or None (not in the table).
@@ -122,7 +122,7 @@ def test_unknown_or_ambiguous_devices_get_no_peaks(name: str, mem_gib: float, sm
 
 
 def test_variants_differ_only_where_the_datasheets_do() -> None:
-    by = {p.key: p for p in PARTS}
+    by = {p.key: p for p in parts()}
     assert by["a100-sxm-80gb"].bandwidth_gbps == 2039.0 and by["a100-pcie-80gb"].bandwidth_gbps == 1935.0
     assert by["a100-sxm-40gb"].peaks == by["a100-pcie-40gb"].peaks
     assert by["h100-sxm"].peak("bf16", True) == 989.5 and by["h100-pcie"].peak("bf16", True) == 756.5
@@ -132,28 +132,36 @@ def test_variants_differ_only_where_the_datasheets_do() -> None:
 
 
 def test_peak_lookup_by_dtype_and_units() -> None:
-    h100 = {p.key: p for p in PARTS}["h100-sxm"]
+    h100 = {p.key: p for p in parts()}["h100-sxm"]
     assert h100.peak("fp32", False) == 67.0
     assert h100.peak("tf32", True) == 494.5 and h100.peak("fp32", True) == 494.5
     assert h100.peak("fp64", True) == 67.0 and h100.peak("fp64", False) == 34.0
     assert h100.peak("fp16", False) is None  # not in the datasheet: no guess
     assert h100.peak(None, True) is None
-    mi300 = {p.key: p for p in PARTS}["mi300x"]
+    mi300 = {p.key: p for p in parts()}["mi300x"]
     assert mi300.peak("fp32", True) == 163.4 and mi300.peak("fp8", True) == 2614.9
 
 
 def test_every_part_cites_its_source() -> None:
-    keys = [p.key for p in PARTS]
+    keys = [p.key for p in parts()]
     assert len(keys) == len(set(keys))
-    for p in PARTS:
+    for p in parts():
         assert p.source and p.url.startswith("https://") and p.bandwidth_gbps
         assert set(p.peaks) <= set(VECTOR_KEYS + MATRIX_KEYS), p.key
         assert all(v > 0 for v in p.peaks.values())
 
 
-def test_docs_list_every_part_with_its_source() -> None:
+def _cell(x: float | None) -> str:
+    return "" if x is None else f"{x:g}"
+
+
+def test_docs_list_every_part_with_its_numbers() -> None:
+    """docs/roofline.md's table is the data file's: one row per part, every cell its number."""
     doc = (ROOT / "docs" / "roofline.md").read_text()
-    for p in PARTS:
-        row = next((line for line in doc.splitlines() if f"| `{p.key}` |" in line), None)
-        assert row is not None, p.key
-        assert p.url in row and f"| {p.bandwidth_gbps:g} |" in row
+    rows = [line for line in doc.splitlines() if line.startswith("| [")]
+    assert len(rows) == len(parts())
+    for p, row in zip(parts(), rows):
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        want = [f"[{p.part}]({p.url})", f"`{p.key}`", _cell(p.memory_gb), _cell(p.sm_count), _cell(p.boost_mhz), _cell(p.bandwidth_gbps)]
+        want += [_cell(p.peaks.get(k)) for k in VECTOR_KEYS + MATRIX_KEYS]
+        assert cells == want, p.key
