@@ -76,7 +76,14 @@ def _link(m: StepModel) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def table(m: StepModel) -> tuple[dict[str, Any], dict[int, int]]:
-    """The trace's `communication` summary (without waits) and, per call in it, its row."""
+    """The trace's `communication` summary (without waits) and, per call in it, its row; made
+    once per step model (the facts and the summary both read it). A copy of the summary: the
+    join fills its waits."""
+    doc, row_of = m.trace.memo.keyed(_table, m, id(m))
+    return {**doc, "collectives": [dict(r) for r in doc["collectives"]], "notes": list(doc["notes"])}, row_of
+
+
+def _table(m: StepModel, _model_id: int) -> tuple[dict[str, Any], dict[int, int]]:
     calls = collectives(m.trace)
     link, link_note = _link(m)
     groups: dict[tuple[str, str | None], list[int]] = defaultdict(list)
