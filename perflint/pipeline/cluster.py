@@ -97,9 +97,9 @@ def collect(client: Any, work: list[Work], where: str, timeout: float, done: Cal
 
     What comes back from a worker is a file's outcomes only (`fn`'s per-rank result: findings,
     headline numbers, the rank's row for the run-level rules), never its trace; each result is
-    released on the cluster once fetched, and its strings shared with the other ranks' results. The per-trace function (the whole rule pack, about
-    0.1 MB pickled) travels once, as a task of its own that every rank's task depends on, instead
-    of once per rank file."""
+    released on the cluster once fetched, and its strings shared with the other ranks' results.
+    The per-trace function (the whole rule pack, about 0.1 MB pickled) travels once, as a task of
+    its own that every rank's task depends on, instead of once per rank file."""
     carriers: dict[int, Any] = {}
     for _, _, fn, _ in work:
         if id(fn) not in carriers:
@@ -128,6 +128,7 @@ def collect(client: Any, work: list[Work], where: str, timeout: float, done: Cal
             except queue.Empty:
                 idle_since = _check_workers(client, where, timeout, idle_since)
                 continue
+            idle_since = None
             i = index[fut.key]
             path = work[i][0]
             try:
