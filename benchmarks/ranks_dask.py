@@ -48,9 +48,10 @@ CLIENT_SCRIPT = (
     "def main(argv=None):\n"
     "    code = _main(argv)\n"
     "    sys.stdout.flush()\n"
-    "    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+    "    me = resource.getrusage(resource.RUSAGE_SELF)\n"
     "    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
-    "    print(f'CLIENT_RSS_KB={own} CHILDREN_RSS_KB={kids}', file=sys.stderr)\n"
+    "    cpu = me.ru_utime + me.ru_stime\n"
+    "    print(f'CLIENT_RSS_KB={me.ru_maxrss} CHILDREN_RSS_KB={kids} CLIENT_CPU_S={cpu:.2f}', file=sys.stderr)\n"
     "    return code\n"
     "cli.main = main\n"
     "cli.entry_point()\n"
@@ -66,11 +67,12 @@ RESULT_SCRIPT = (
 )
 
 
-def _client_rss(stderr: Path) -> tuple[float, float]:
-    m = re.search(r"CLIENT_RSS_KB=(\d+) CHILDREN_RSS_KB=(\d+)", stderr.read_text(errors="replace"))
+def _client(stderr: Path) -> tuple[float, float, float]:
+    """The client's peak RSS, its reaped children's largest (MB), and its CPU time (s)."""
+    m = re.search(r"CLIENT_RSS_KB=(\d+) CHILDREN_RSS_KB=(\d+) CLIENT_CPU_S=([0-9.]+)", stderr.read_text(errors="replace"))
     if not m:
         raise SystemExit(f"no CLIENT_RSS_KB line in {stderr}: {stderr.read_text(errors='replace')[-800:]}")
-    return int(m.group(1)) * 1024 / MB, int(m.group(2)) * 1024 / MB
+    return int(m.group(1)) * 1024 / MB, int(m.group(2)) * 1024 / MB, float(m.group(3))
 
 
 def measure(py: str, argv: list[str], logs: Path, tag: str, timeout: float) -> dict[str, float]:
@@ -79,8 +81,8 @@ def measure(py: str, argv: list[str], logs: Path, tag: str, timeout: float) -> d
     r: Run = run_once([py, "-c", CLIENT_SCRIPT, *argv], cwd=REPO, env=env, stdout=out, stderr=err, timeout=timeout, sample_tree=True)
     if r.timed_out or r.rc != 0:
         raise SystemExit(f"{tag}: exit {r.rc}{' (timed out)' if r.timed_out else ''}: {err.read_text(errors='replace')[-800:]}")
-    own, kids = _client_rss(err)
-    return {"wall": r.wall_s, "client": own, "worker": kids, "tree": r.tree_rss_kb * 1024 / MB}
+    own, kids, cpu = _client(err)
+    return {"wall": r.wall_s, "client": own, "worker": kids, "tree": r.tree_rss_kb * 1024 / MB, "cpu": cpu}
 
 
 def run(args: argparse.Namespace) -> list[dict[str, object]]:
@@ -102,7 +104,10 @@ def run(args: argparse.Namespace) -> list[dict[str, object]]:
                 m = measure(args.python, argv, logs, f"{kind}{n}.{i}", args.timeout)
                 runs[kind].append(m)
                 reports[kind] = report.read_bytes()
-                log(f"  {n:5d} ranks  {kind:4s}  {m['wall']:7.1f} s  client {m['client']:4.0f} MB  largest child {m['worker']:4.0f} MB  all processes {m['tree']:5.0f} MB")
+                log(
+                    f"  {n:5d} ranks  {kind:4s}  {m['wall']:7.1f} s  client {m['client']:4.0f} MB, {m['cpu']:5.1f} CPU-s  "
+                    f"largest child {m['worker']:4.0f} MB  all processes {m['tree']:5.0f} MB"
+                )
         for kind, ms in runs.items():
             rows.append(
                 {
@@ -110,7 +115,7 @@ def run(args: argparse.Namespace) -> list[dict[str, object]]:
                     "gz_mb": gz,
                     "kind": kind,
                     "n": len(ms),
-                    **{k: statistics.median(m[k] for m in ms) for k in ("wall", "client", "worker", "tree")},
+                    **{k: statistics.median(m[k] for m in ms) for k in ("wall", "client", "worker", "tree", "cpu")},
                     "same": reports["jobs"] == reports["dask"],
                 }
             )
@@ -149,13 +154,14 @@ def table(args: argparse.Namespace, rows: list[dict[str, object]]) -> str:
         f"{args.workers} worker processes. Run alternately, {args.repeats} time(s) each, median; the JSON report of each run is compared "
         "with the other's.",
         "",
-        "| ranks | files MB (gz) | command | wall s | client peak RSS MB | largest worker process MB | all processes MB (sampled) | report identical |",
-        "|---:|---:|---|---:|---:|---:|---:|---|",
+        "| ranks | files MB (gz) | command | wall s | client peak RSS MB | client CPU s | largest worker process MB | all processes MB (sampled) | report identical |",
+        "|---:|---:|---|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
         cmd = f"--executor dask --jobs {args.workers}" if r["kind"] == "dask" else f"--jobs {args.workers}"
         lines.append(
-            f"| {r['ranks']} | {r['gz_mb']:.0f} | `check {cmd}` | {r['wall']:.1f} | {r['client']:.0f} | {r['worker']:.0f} | {r['tree']:.0f} | {'yes' if r['same'] else 'NO'} |"
+            f"| {r['ranks']} | {r['gz_mb']:.0f} | `check {cmd}` | {r['wall']:.1f} | {r['client']:.0f} | {r['cpu']:.1f} | {r['worker']:.0f} | {r['tree']:.0f} | "
+            f"{'yes' if r['same'] else 'NO'} |"
         )
     dask_rows = [r for r in rows if r["kind"] == "dask"]
     worst = max(float(r["client"]) for r in dask_rows)  # type: ignore[arg-type]

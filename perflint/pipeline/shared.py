@@ -21,42 +21,63 @@ class Strings:
 
     def __init__(self) -> None:
         self.seen: dict[str, str] = {}
+        self.fields: dict[type, tuple[str, ...]] = {}  # a dataclass's field names; () for any other type
 
     def __call__(self, x: Any) -> Any:
         return self._walk(x, {})
 
     def _walk(self, x: Any, done: dict[int, tuple[Any, Any]]) -> Any:
         """`done`: id -> (the object, what it became); the object is kept, so that its id is not
-        reused by one made during the walk once a list no longer holds it."""
-        if type(x) is str:
+        reused by one made during the walk once a list no longer holds it. Leaves are handled in
+        the loops, without a call each: a rank's result holds thousands of them."""
+        kind = type(x)
+        if kind is str:
             return self.seen.setdefault(x, x)
-        if x is None or isinstance(x, (int, float, bool)):
+        if kind in _ATOMS:
             return x
         key = id(x)
         if key in done:
             return done[key][1]
-        kind = type(x)
+        share, walk = self.seen.setdefault, self._walk
         if kind is dict:
             out: dict[Any, Any] = {}
             done[key] = (x, out)
             for k, v in x.items():
-                out[self._walk(k, done)] = self._walk(v, done)
+                if type(k) is str:
+                    k = share(k, k)
+                kv = type(v)
+                out[k] = share(v, v) if kv is str else v if kv in _ATOMS else walk(v, done)
             return out
         if kind is list:
             done[key] = (x, x)
             for i, v in enumerate(x):
-                x[i] = self._walk(v, done)
+                kv = type(v)
+                if kv is str:
+                    x[i] = share(v, v)
+                elif kv not in _ATOMS:
+                    x[i] = walk(v, done)
             return x
         if kind is tuple:
-            t = tuple(self._walk(v, done) for v in x)
+            t = tuple(walk(v, done) for v in x)
             done[key] = (x, t)
             return t
-        if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        names = self.fields.get(kind)
+        if names is None:
+            names = self.fields[kind] = tuple(f.name for f in dataclasses.fields(x)) if dataclasses.is_dataclass(x) and not isinstance(x, type) else ()
+        if names:
             done[key] = (x, x)
-            for f in dataclasses.fields(x):
-                object.__setattr__(x, f.name, self._walk(getattr(x, f.name), done))  # frozen ones too
+            for name in names:
+                v = getattr(x, name)
+                kv = type(v)
+                if kv is str:
+                    object.__setattr__(x, name, share(v, v))  # frozen ones too
+                elif kv not in _ATOMS:
+                    object.__setattr__(x, name, walk(v, done))
             return x
         return x  # anything else (numpy, sets, user objects): as it came
+
+
+_ATOMS = frozenset({int, float, bool, type(None)})
 
 
 __all__ = ["Strings"]

@@ -31,6 +31,9 @@ from tests.conftest import SHARED, shared_trace
 SOURCES = ("hta/trace_filter/sampled_rank-0.json.gz", "hta/trace_filter/sampled_rank-1.json.gz")
 RANKS = 6
 
+# A local cluster warns when another one holds its HTTP port (8787): other runs on this machine.
+pytestmark = pytest.mark.filterwarnings("ignore:Port 8787 is already in use:UserWarning")
+
 
 def _job(d: Path, sources: list[dict[str, Any]], ranks: int) -> Path:
     """`ranks` rank files tiled from the real ranks in `sources` (rank i holds source i % len)."""
@@ -192,3 +195,17 @@ def test_runs_without_dask_installed(job: Path, monkeypatch: pytest.MonkeyPatch,
     code = main(["check", str(job), "--jobs", "1", "--format", "json", "--fail-on", "never"])
     assert code == 0
     assert len(json.loads(capsys.readouterr().out)["traces"]) == RANKS
+
+
+def test_the_schedulers_own_http_port_fails_in_one_line_within_the_timeout(job: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The port a real scheduler serves its dashboard and health pages on, given as the scheduler."""
+    distributed = pytest.importorskip("dask.distributed")
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as c:
+        address = f"tcp://127.0.0.1:{c.scheduler.http_server.port}"
+        t0 = time.monotonic()
+        code = main(["check", str(job), "--executor", "dask", "--scheduler", address, "--timeout", "2"])
+        elapsed = time.monotonic() - t0
+    err = capsys.readouterr().err
+    assert code == 2 and elapsed < 10
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"perflint: error: {address}: cannot connect to the dask scheduler within 2 s"), err
