@@ -77,4 +77,3 @@ class _Registry(Mapping[str, Reporter]):
 
 
 REPORTERS: _Registry = _Registry()
-

@@ -35,9 +35,9 @@ def write_file(path: str, text: str | bytes, what: str = "the output", append: b
 
 
 def render_output(fmt: str, result: RunResult, opts: ReportOptions) -> str | bytes:
-    """The report in `fmt` as it is written out (`write_file`): the JSON report as
-    the UTF-8 bytes its encoder makes, never copied into a str (a thousand ranks' report is tens
-    of MB); any other format as its reporter's text."""
+    """The report in `fmt` as it is written out (`write_file`): the JSON report as the UTF-8
+    bytes its encoder makes, never copied into a str (a thousand ranks' report is tens of MB);
+    any other format as its reporter's text."""
     if fmt == "json" and REPORTERS.builtin(fmt):
         from perflint.report.json_report import json_bytes
 
