@@ -67,6 +67,21 @@ RESULT_SCRIPT = (
 )
 
 
+NOTE = (
+    "Where the client's memory goes: the interpreter, perflint and its rule pack (about 60 MB), dask's client and the "
+    "LocalCluster's scheduler, which runs in the same process (about 30 MB), then per rank its result (about 30 kB pickled; "
+    "the strings the ranks' results share, rule codes and names, dict keys, kernel names, are kept once) and its part of "
+    "the JSON report (about 78 kB a rank at 1024 ranks, written straight from orjson's bytes, never copied into a str). "
+    "No trace reaches the client: a worker reads and checks one rank at a time and sends back its outcome, and the run-level "
+    "rules (stragglers, late ranks, pipeline stages) and the collectives' join run on the client over those. "
+    "Wall time: the two dask workers do the per-rank work `--jobs 2`'s workers do; dask adds about 4 s to a run (importing "
+    "dask, starting the workers, which import perflint at their first rank where forked `--jobs` workers inherit it, and "
+    "closing the cluster), and its scheduler and client, in the client process, take about 15 ms of CPU a rank with their "
+    "heartbeats (the client CPU column), which on a 2-core machine is taken from the workers; on a real cluster they run "
+    "elsewhere."
+)
+
+
 def _client(stderr: Path) -> tuple[float, float, float]:
     """The client's peak RSS, its reaped children's largest (MB), and its CPU time (s)."""
     m = re.search(r"CLIENT_RSS_KB=(\d+) CHILDREN_RSS_KB=(\d+) CLIENT_CPU_S=([0-9.]+)", stderr.read_text(errors="replace"))
@@ -78,11 +93,12 @@ def _client(stderr: Path) -> tuple[float, float, float]:
 def measure(py: str, argv: list[str], logs: Path, tag: str, timeout: float) -> dict[str, float]:
     out, err = logs / f"{tag}.out", logs / f"{tag}.err"
     env = dict(os.environ, PYTHONPATH=str(REPO))
+    load = os.getloadavg()[0]  # other work on the machine skews the timings: said in the report
     r: Run = run_once([py, "-c", CLIENT_SCRIPT, *argv], cwd=REPO, env=env, stdout=out, stderr=err, timeout=timeout, sample_tree=True)
     if r.timed_out or r.rc != 0:
         raise SystemExit(f"{tag}: exit {r.rc}{' (timed out)' if r.timed_out else ''}: {err.read_text(errors='replace')[-800:]}")
     own, kids, cpu = _client(err)
-    return {"wall": r.wall_s, "client": own, "worker": kids, "tree": r.tree_rss_kb * 1024 / MB, "cpu": cpu}
+    return {"wall": r.wall_s, "client": own, "worker": kids, "tree": r.tree_rss_kb * 1024 / MB, "cpu": cpu, "load": load}
 
 
 def run(args: argparse.Namespace) -> list[dict[str, object]]:
@@ -117,6 +133,8 @@ def run(args: argparse.Namespace) -> list[dict[str, object]]:
                     "n": len(ms),
                     **{k: statistics.median(m[k] for m in ms) for k in ("wall", "client", "worker", "tree", "cpu")},
                     "same": reports["jobs"] == reports["dask"],
+                    "loads": [m["load"] for m in ms],
+                    "spread": max(m["wall"] for m in ms) / min(m["wall"] for m in ms),
                 }
             )
     return rows
@@ -174,6 +192,8 @@ def table(args: argparse.Namespace, rows: list[dict[str, object]]) -> str:
         f"| dask report identical to --jobs at every size | {'yes' if all(r['same'] for r in dask_rows) else 'no'} | "
         f"{'PASS' if all(r['same'] for r in dask_rows) else 'FAIL'} |",
         "",
+        NOTE + " " + _noise(rows),
+        "",
         "Command:",
         "",
         "```",
@@ -186,6 +206,17 @@ def table(args: argparse.Namespace, rows: list[dict[str, object]]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _noise(rows: list[dict[str, object]]) -> str:
+    """What the machine's other work did to the timings: the load before the runs, and how far
+    apart one command's runs were."""
+    loads = [float(x) for r in rows for x in r["loads"]]  # type: ignore[attr-defined]
+    text = f"1-minute load average before each run: {min(loads):.1f} to {max(loads):.1f} (2 CPUs)"
+    spread = max(float(r["spread"]) for r in rows)  # type: ignore[arg-type]
+    if int(rows[0]["n"]) > 1:  # type: ignore[call-overload]
+        text += f"; one command's runs were up to {spread:.2f}x apart"
+    return text + "."
 
 
 def write(text: str, path: Path) -> None:
