@@ -109,6 +109,37 @@ def build_rank_dir(src: Path, workdir: Path, ranks: int, name: str | None = None
     return d
 
 
+def build_job_dir(sources: list[Path], workdir: Path, ranks: int) -> Path:
+    """A job of ``ranks`` rank files tiled from the real ranks ``sources`` (rank i holds the events
+    of ``sources[i % len(sources)]``, ``distributedInfo.rank`` = i, ``world_size`` = ranks), each
+    a ``.json.gz`` (gzip level GZ_LEVEL), in ``workdir/job<ranks>``; cached like the others."""
+    d = workdir / f"job{ranks}"
+    meta = {"src": [_digest(s) for s in sources], "ranks": ranks, "level": GZ_LEVEL}
+    stamp = workdir / f"{d.name}.meta.json"  # outside d: the directory holds rank files only
+    try:
+        if json.loads(stamp.read_text()) == meta:
+            return d
+    except (OSError, ValueError):
+        pass
+    log(f"  writing {ranks}-rank job {d} ...")
+    if d.exists():
+        shutil.rmtree(d)
+    d.mkdir(parents=True)
+    docs = []
+    for src in sources:
+        opener = gzip.open if src.name.endswith(".gz") else open
+        with opener(src, "rb") as f:
+            docs.append(json.loads(f.read()))
+    for r in range(ranks):
+        doc = docs[r % len(docs)]
+        info = doc.get("distributedInfo")
+        doc["distributedInfo"] = {**(info if isinstance(info, dict) else {}), "rank": r, "world_size": ranks}
+        with open(d / f"rank{r}.json.gz", "wb") as f:
+            f.write(gzip.compress(json.dumps(doc, separators=(",", ":")).encode(), GZ_LEVEL))
+    stamp.write_text(json.dumps(meta))
+    return d
+
+
 def hta_dir(trace: Path, workdir: Path) -> Path:
     """HTA wants a directory of rank files; one symlink to the trace."""
     d = workdir / f"hta_{trace.stem}"

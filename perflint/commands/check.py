@@ -19,9 +19,8 @@ from perflint.commands.common import (
     write_all,
 )
 from perflint.errors import UsageError
-from perflint.report import REPORTERS
 from perflint.report.html import add_html_option, check_panels, write_check
-from perflint.report.output import write_file
+from perflint.report.output import render_output, write_file
 from perflint.run import prepare, run_check
 
 if TYPE_CHECKING:
@@ -49,11 +48,11 @@ def execute(args: argparse.Namespace, cfg: Config) -> RunResult:
     return result
 
 
-def _report(path: str, render: Callable[[RunResult, Any], str], result: RunResult, opts: Any) -> None:
-    _write(path, render(result, opts))
+def _report(path: str, fmt: str, result: RunResult, opts: Any) -> None:
+    _write(path, render_output(fmt, result, opts))
 
 
-def _write(path: str, text: str) -> None:
+def _write(path: str, text: str | bytes) -> None:
     # The job summary file is shared by every step of a job: append, never truncate it.
     write_file(path, text, "the report", append=os.environ.get("GITHUB_STEP_SUMMARY") == path)
 
@@ -70,10 +69,10 @@ def run(args: argparse.Namespace) -> int:
     result = execute(args, load_config(args.config))
     opts = report_options(args)
     fmt = args.format or ("github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text")
-    text = REPORTERS[fmt](result, opts)
+    text = render_output(fmt, result, opts)
     plain = report_options(args, color=False)
     writes: list[Callable[[], object]] = [lambda: _write(args.output or "-", text)]
-    writes += [functools.partial(_report, t, REPORTERS[f], result, plain) for f, t in targets]
+    writes += [functools.partial(_report, t, f, result, plain) for f, t in targets]
     writes.append(lambda: write_check(getattr(args, "html", None), result))
     failed = write_all(writes, args.debug)
     for note in result.notices:

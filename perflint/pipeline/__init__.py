@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from perflint.errors import InputError
 from perflint.model import Trace
 from perflint.pipeline.cluster import ClusterError  # dask itself is imported only when a run uses it
+from perflint.pipeline.shared import Strings
 from perflint.pipeline.work import Outcome, Work
 from perflint.pipeline.work import run_one as _run_one
 from perflint.readers import PendingRead, ReadOptions, archive, discover, start_read
@@ -81,19 +82,19 @@ class Prepared:
         work: list[Work] = [(f, self.fmt, fn, solo) for f in self.files]
         from perflint.report.progress import Progress  # stderr, TTY only, after a second
 
+        strings = Strings()  # results from worker processes: one copy of the strings they share
+
         with Progress(len(work)) as progress:
             if ex.kind == "dask" and work:
                 from perflint.pipeline.cluster import run_dask
 
-                for o in run_dask(work, jobs, ex.scheduler, ex.timeout, ex.debug):  # one per trace
-                    if not outcomes or outcomes[-1].path != o.path:  # the progress line counts files
-                        progress.advance(o.path)
-                    outcomes.append(o)
+                # The progress line counts files as the cluster finishes them, in any order.
+                outcomes.extend(run_dask(work, jobs, ex.scheduler, ex.timeout, ex.debug, progress.advance))
             elif self.ranks is not None:
                 ranks, self.ranks = self.ranks, None
                 try:
                     for found in ranks.results(fn):
-                        outcomes.extend(found)
+                        outcomes.extend(strings(found))
                         progress.advance(found[0].path)
                 finally:
                     ranks.close()
@@ -110,7 +111,7 @@ class Prepared:
                 work = [(p, f, fn, share) for p, f, fn, _ in work]
                 with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
                     for found in pool.map(_run_one, work):
-                        outcomes.extend(found)
+                        outcomes.extend(strings(found))
                         progress.advance(found[0].path)
             else:
                 self.relay.hook(progress, len(work) == 1)

@@ -10,23 +10,29 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from perflint.errors import PerflintError, UsageError
+from perflint.model import Trace
+from perflint.pipeline.shared import Strings
 from perflint.pipeline.work import Outcome, Work, run_one
+from perflint.readers import ReadOptions
 
 
 class ClusterError(PerflintError):
     """The dask cluster failed, not a trace: the run stops."""
 
 
-def run_dask(work: list[Work], jobs: int, scheduler: str | None, timeout: float, debug: bool = False) -> list[Outcome]:
+def run_dask(
+    work: list[Work], jobs: int, scheduler: str | None, timeout: float, debug: bool = False, done: Callable[[str], None] | None = None
+) -> list[Outcome]:
     """`run_one` for every item of `work` on the cluster at `scheduler` (None: a LocalCluster of
     up to `jobs` worker processes); outcomes in `work` order. `timeout`: seconds to reach the
-    scheduler, and to wait while it has no worker."""
+    scheduler, and to wait while it has no worker; `done(path)`: as each file's task ends."""
     try:
         import dask
         from dask.distributed import Client, LocalCluster
@@ -52,7 +58,7 @@ def run_dask(work: list[Work], jobs: int, scheduler: str | None, timeout: float,
             within = f" within {timeout:g} s" if isinstance(exc, (OSError, TimeoutError)) else ""
             raise ClusterError(where, f"cannot connect to the dask scheduler{within} ({_why(exc)})") from exc
         try:
-            return collect(client, work, where, timeout)
+            return collect(client, work, where, timeout, done)
         finally:
             with contextlib.suppress(Exception):  # a lost scheduler: nothing left to close cleanly
                 client.close(timeout=timeout)
@@ -84,66 +90,115 @@ def _connect(client_type: Any, address: str, timeout: float) -> Any:
     return box["client"]
 
 
-def collect(client: Any, work: list[Work], where: str, timeout: float) -> list[Outcome]:
-    """The outcomes of `work` mapped on `client`, in order; a failure of the cluster (anything a
-    task raises, or no worker for `timeout` seconds) is a `ClusterError` naming `where`."""
-    # pure=False: the same file twice is two tasks; each task is one whole trace.
-    futures = client.map(_run_on_worker, work, pure=False)
-    out: list[Outcome] = []
-    done = 0
+def collect(client: Any, work: list[Work], where: str, timeout: float, done: Callable[[str], None] | None = None) -> list[Outcome]:
+    """The outcomes of `work` on `client`, in `work` order; `done(path)` as each file's task
+    ends, in any order (the progress line). A failure of the cluster (anything a task raises, or
+    no worker for `timeout` seconds) is a `ClusterError` naming `where`.
+
+    What comes back from a worker is a file's outcomes only (`fn`'s per-rank result: findings,
+    headline numbers, the rank's row for the run-level rules), never its trace; each result is
+    released on the cluster once fetched, and its strings shared with the other ranks' results.
+    The per-trace function (the whole rule pack, about 0.1 MB pickled) travels once, as a task of
+    its own that every rank's task depends on, instead of once per rank file."""
+    carriers: dict[int, Any] = {}
+    for _, _, fn, _ in work:
+        if id(fn) not in carriers:
+            carriers[id(fn)] = client.submit(_carry, fn, pure=False)
+    # pure=False: the same file twice is two tasks; each task is one whole file.
+    futures = client.map(
+        _run_on_worker,
+        [path for path, *_ in work],
+        [fmt for _, fmt, _, _ in work],
+        [carriers[id(fn)] for _, _, fn, _ in work],
+        [options for *_, options in work],
+        pure=False,
+    )
+    index = {fut.key: i for i, fut in enumerate(futures)}
+    finished: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    for fut in futures:
+        fut.add_done_callback(finished.put)  # also when it errs or is cancelled (a lost scheduler)
+    strings = Strings()  # one copy of the strings the ranks' results share
+    results: list[list[Outcome] | None] = [None] * len(futures)
+    left = len(futures)
+    idle_since: float | None = None
     try:
-        for (path, *_), fut in zip(work, futures):
-            out.extend(_result(client, fut, path, where, timeout))
-            done += 1
+        while left:
+            try:
+                fut = finished.get(timeout=min(_POLL_S, timeout))
+            except queue.Empty:
+                idle_since = _check_workers(client, where, timeout, idle_since)
+                continue
+            idle_since = None
+            i = index[fut.key]
+            path = work[i][0]
+            try:
+                found = _result(fut, path, where)
+            except ClusterError:
+                # A dead worker fails every task it held at once: name the first file in order.
+                first = next((j for j in range(i) if futures[j] is not None and futures[j].status == "error"), None)
+                if first is not None:
+                    _result(futures[first], work[first][0], where)
+                raise
+            results[i] = strings(found)
+            futures[i] = None
+            fut.release()
+            left -= 1
+            if done is not None:
+                done(path)
     finally:
-        for fut in futures[done:]:
-            with contextlib.suppress(Exception):
-                fut.cancel()
-    return out
+        pending = [f for f in futures if f is not None] + list(carriers.values())
+        with contextlib.suppress(Exception):
+            client.cancel(pending)
+    return [o for found in results if found is not None for o in found]
 
 
-def _run_on_worker(args: Work) -> list[Outcome]:
+def _carry(fn: Callable[[Trace], Any]) -> Callable[[Trace], Any]:
+    return fn
+
+
+def _run_on_worker(path: str, fmt: str | None, fn: Callable[[Trace], Any], options: ReadOptions) -> list[Outcome]:
     """`run_one` with the trace read in this process: the cluster decides how many run at once,
     and a reader's forked children would hold this worker's connections open after it died."""
-    path, fmt, fn, options = args
     return run_one((path, fmt, fn, dataclasses.replace(options, workers=1)))
 
 
 _POLL_S = 1.0  # how often a waiting run checks that the cluster still has workers
 
 
-def _result(client: Any, fut: Any, path: str, where: str, timeout: float) -> list[Outcome]:
-    """`fut`'s outcome; while it runs, the scheduler is asked now and then for its workers: a
-    scheduler with none for `timeout` seconds would leave the run waiting for ever."""
+def _result(fut: Any, path: str, where: str) -> list[Outcome]:
+    """The outcomes of `fut`, which has finished, erred or been cancelled."""
     from concurrent.futures import CancelledError
 
     from distributed.scheduler import KilledWorker
 
-    idle_since: float | None = None
-    while True:
-        try:
-            done: list[Outcome] = fut.result(timeout=min(_POLL_S, timeout))
-            return done
-        except TimeoutError:
-            pass
-        except KilledWorker as exc:
-            n = exc.allowed_failures + 1
-            who = "a dask worker" if n == 1 else f"{n} dask workers"
-            raise ClusterError(where, f"{who} died while analysing {path}; the run stopped") from exc
-        except CancelledError as exc:  # the client cancels every future when the scheduler goes
-            raise ClusterError(where, "lost the connection to the dask scheduler; the run stopped") from exc
-        except Exception as exc:  # run_one never raises: this is the cluster's (a worker without perflint, a lost comm)
-            raise ClusterError(where, f"the dask cluster failed while analysing {path} ({_why(exc)}); the run stopped") from exc
-        try:
-            workers = client.nthreads()
-        except Exception as exc:
-            raise ClusterError(where, f"lost the connection to the dask scheduler ({_why(exc)}); the run stopped") from exc
-        if workers:
-            idle_since = None
-        elif idle_since is None:
-            idle_since = time.monotonic()
-        elif time.monotonic() - idle_since >= timeout:
-            raise ClusterError(where, f"the dask scheduler has had no workers for {timeout:g} s; the run stopped")
+    try:
+        found: list[Outcome] = fut.result()
+        return found
+    except KilledWorker as exc:
+        n = exc.allowed_failures + 1
+        who = "a dask worker" if n == 1 else f"{n} dask workers"
+        raise ClusterError(where, f"{who} died while analysing {path}; the run stopped") from exc
+    except CancelledError as exc:  # the client cancels every future when the scheduler goes
+        raise ClusterError(where, "lost the connection to the dask scheduler; the run stopped") from exc
+    except Exception as exc:  # run_one never raises: this is the cluster's (a worker without perflint, a lost comm)
+        raise ClusterError(where, f"the dask cluster failed while analysing {path} ({_why(exc)}); the run stopped") from exc
+
+
+def _check_workers(client: Any, where: str, timeout: float, idle_since: float | None) -> float | None:
+    """While no task ends, the scheduler is asked for its workers: one with none for `timeout`
+    seconds would leave the run waiting for ever. Returns since when it has had none (None: it has some)."""
+    try:
+        workers = client.nthreads()
+    except Exception as exc:
+        raise ClusterError(where, f"lost the connection to the dask scheduler ({_why(exc)}); the run stopped") from exc
+    if workers:
+        return None
+    now = time.monotonic()
+    if idle_since is None:
+        return now
+    if now - idle_since >= timeout:
+        raise ClusterError(where, f"the dask scheduler has had no workers for {timeout:g} s; the run stopped")
+    return idle_since
 
 
 def _why(exc: BaseException) -> str:
@@ -159,18 +214,22 @@ def _why(exc: BaseException) -> str:
 
 @contextlib.contextmanager
 def _quiet(debug: bool) -> Iterator[None]:
-    """dask logs its retries and a lost worker or scheduler on stderr: perflint says it in one
-    line instead (all of it with --debug)."""
+    """dask logs its retries and a lost worker or scheduler on stderr, and warns when the local
+    cluster's HTTP port (8787) is taken, as it is while another local cluster runs: perflint says
+    what matters in one line instead (all of it with --debug)."""
     if debug:
         yield
         return
     import logging
+    import warnings
 
     # Process-wide: dask sets its own loggers' levels, and perflint itself does not log.
     before = logging.root.manager.disable
     logging.disable(logging.CRITICAL)
     try:
-        yield
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
     finally:
         logging.disable(before)
 

@@ -71,4 +71,9 @@ class _Registry(Mapping[str, Reporter]):
         return len(self._spec)
 
 
-REPORTERS: Mapping[str, Reporter] = _Registry()
+    def builtin(self, name: str) -> bool:
+        """`name` is perflint's own format (no plugin took its name)."""
+        return self._spec.get(name) == _BUILTIN.get(name)
+
+
+REPORTERS: _Registry = _Registry()

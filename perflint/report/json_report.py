@@ -61,9 +61,16 @@ def to_document(result: RunResult) -> dict[str, Any]:
 
 
 def render_json(result: RunResult, opts: ReportOptions) -> str:
+    return json_bytes(result).decode()
+
+
+def json_bytes(result: RunResult) -> bytes:
+    """The JSON report, UTF-8 encoded, as a file or stdout gets it (`report.output.render_output`): a
+    report of a thousand ranks is tens of MB, and as a str it would be held once more, twice over
+    once one character in it is beyond Latin-1."""
     # OPT_SERIALIZE_NUMPY: evidence and metrics may hold numpy scalars straight from the fact tables.
-    opt = orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
-    return orjson.dumps(to_document(result), option=opt, default=_fallback).decode() + "\n"
+    opt = orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE
+    return orjson.dumps(to_document(result), option=opt, default=_fallback)
 
 
 def _fallback(obj: Any) -> Any:
