@@ -53,6 +53,8 @@ FIELDS: Fields = {
     "comm_source": typed("'host' when the collectives ran on the CPU (gloo spans), null for NCCL/RCCL kernels", "text"),
     "comm_traffic": typed("what the communication is for, by the collective with the most kernel time: expert_parallel (all-to-all: MoE experts, sharded embeddings), tensor_parallel (all-reduce on forward ops), data_parallel, pipeline (send/recv), other", "text"),
     "comm_advice": typed("the fix for that traffic, in words", "text"),
+    "comm_recorded_wait_us": "per step (median over the analysis steps), the time the rank's collectives waited for their peers as the profiler itself recorded it (MindSpore's HCCL wait_cost); null where it records none",
+    "comm_recorded_wait_rank": typed("the peer whose transfers held most of that wait (HCCL's per-link wait), where recorded", "integer"),
     "comm_evidence": typed("the numbers behind the advice: the collective with the most kernel time, its calls, bytes and time per step, its bus bandwidth beside the link's peak", "text"),
     "breakdown_source": typed("where compute and exposed communication come from when the trace has no compute kernels: "
                               "the profiler's own per-step breakdown (MindSpore's cluster analysis); null when kernels give them", "text"),
@@ -296,4 +298,27 @@ def _host_numbers(ctx: Context, out: dict[str, Any]) -> dict[str, Any]:
 def _enrich(ctx: Context, row: Row) -> Row:
     # The communication kernels, for the step model's what-if of overlapping them with compute.
     t = ctx.trace
-    return {**comm_numbers(ctx), "_comm_gpu": np.flatnonzero((t.gpu.kind == KERNEL) & comm_mask(t))}
+    wait_us, wait_rank = recorded_wait(ctx)
+    return {
+        **comm_numbers(ctx), "comm_recorded_wait_us": wait_us, "comm_recorded_wait_rank": wait_rank,
+        "_comm_gpu": np.flatnonzero((t.gpu.kind == KERNEL) & comm_mask(t)),
+    }  # fmt: skip
+
+
+def recorded_wait(ctx: Context) -> tuple[float | None, int | None]:
+    """The wait for peers the profiler recorded (MindSpore's hccl_raw: per step, and per link
+    with the peer): the median per analysis step, and the peer that held most of it."""
+    h = ctx.trace.meta.get("hccl")
+    if not isinstance(h, dict):
+        return None, None
+    steps = {s.number for s in ctx.steps}
+    per = h.get("per_step") or {}
+    waits = [float(w) for n, w in zip(per.get("step", []), per.get("wait_us", [])) if n in steps and w is not None]
+    if not waits:
+        return None, None
+    by: dict[int, float] = {}
+    for tr in h.get("transfers", []):
+        if tr.get("step") in steps and tr.get("wait_us"):
+            peer = int(tr["src_rank"] if tr.get("dst_rank") == ctx.trace.rank else tr["dst_rank"])
+            by[peer] = by.get(peer, 0.0) + float(tr["wait_us"])
+    return float(np.median(waits)), (max(by, key=lambda k: by[k]) if by else None)

@@ -286,3 +286,20 @@ def test_point_to_point_sizes_come_from_hccl_raw() -> None:
         assert p2p["count"] == 8 and p2p["bytes"] == 8 * 16_384_000 and p2p["sized"] == 8
         assert p2p["busbw_gbps"] == pytest.approx(p2p["bytes"] / (p2p["time_us"] * 1e3), abs=1e-3)  # bus factor 1
         assert by[(rank, "all_reduce")]["bytes"] is None
+
+
+def test_recorded_hccl_wait_splits_exposed_communication(capsys: pytest.CaptureFixture[str]) -> None:
+    """Stage-0 ranks of the pipeline fixture wait 83.3 ms per step (hccl_raw's wait_cost, median
+    of the analysis steps) in their Receive from stage 1: COMM001 says that part is waiting for
+    the peer the per-link wait names, and keeps only the 6.7 ms transfer as its impact."""
+    import json
+
+    from perflint.cli import main
+
+    main(["check", str(ASCEND / "pipeline_cluster"), "--select", "COMM001", "--format", "json", "--fail-on", "never"])
+    doc = json.loads(capsys.readouterr().out)
+    by_rank = {t["rank"]: t["findings"] for t in doc["traces"]}
+    (f,) = by_rank[0]
+    assert f["message"].endswith("of it, 83.3 ms per step is waiting for rank 2 to arrive (as the profiler recorded it) and 6.7 ms transfer")
+    assert f["evidence"]["comm_wait_us"] == pytest.approx(83_300.0) and f["evidence"]["waited_for_rank"] == 2
+    assert f["impact_us"] == pytest.approx(4 * 6_700.0)  # four analysis steps of transfer
