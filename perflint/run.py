@@ -189,7 +189,7 @@ def run_check(
         if t.rank_row and t.rank is not None:
             t.rank_row["late_cost_us"] = caused.get((t.path, t.rank))
             t.rank_row.update(late_fields(t.metrics["step_model"].get("ranks")))
-    split_waits(traces)
+    split_waits(traces, active)
     run_findings, run_statuses = check_run(traces, active)
     result = RunResult(
         traces=traces,

@@ -11,7 +11,11 @@ finding whose transfer part saves less than a warning needs becomes info, saying
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from perflint.engine.expr import compile_expr
 from perflint.engine.impacts import MIN_SAVING_PCT
+from perflint.engine.run import ActiveRule
 from perflint.findings import Finding, TraceResult, reaches
 from perflint.units import fmt_duration
 
@@ -25,10 +29,12 @@ def _exposed_us(f: Finding) -> float | None:
     return None
 
 
-def split_waits(traces: list[TraceResult]) -> None:
+def split_waits(traces: list[TraceResult], active: Iterable[ActiveRule] = ()) -> None:
     """Amend, in place, the communication findings of every trace whose wait is known: joined with
     its run (the wait its critical path runs through, and the rank it waited for), else as its
-    profiler recorded it (MindSpore's HCCL wait, and the peer that held it)."""
+    profiler recorded it (MindSpore's HCCL wait, and the peer that held it). `active`: the run's
+    rules, to judge each finding again on its transfer alone."""
+    rules = {ar.code: ar for ar in active}
     for t in traces:
         rk = t.metrics.get("step_model", {}).get("ranks") or {}
         wait = float(rk.get("on_path_wait_us") or 0.0)
@@ -45,6 +51,7 @@ def split_waits(traces: list[TraceResult]) -> None:
             exposed = _exposed_us(f)
             if exposed is not None:
                 _split(f, min(wait, exposed), exposed, late, how)
+                _rejudge(f, rules.get(f.code), (exposed - min(wait, exposed)) / exposed)
 
 
 def _split(f: Finding, wait: float, exposed: float, late: int | None, how: str) -> None:
@@ -67,4 +74,24 @@ def _split(f: Finding, wait: float, exposed: float, late: int | None, how: str) 
             f"most of it is waiting for {whom}, which overlapping does not shorten: the transfer "
             f"saves {fmt_duration(per_step)} per step, below the {MIN_SAVING_PCT:g}% a warning needs; "
             f"making {whom} arrive on time wins the wait (the run's late-rank, straggler or pipeline-stage finding says why)"
+        )
+
+
+def _rejudge(f: Finding, ar: ActiveRule | None, scale: float) -> None:
+    """A warning whose rule, judged on the transfer alone (its exposed communication scaled to
+    the transfer), would pass becomes info and says so: the wait is the late rank's finding."""
+    if ar is None or not reaches(f.severity, "warning"):
+        return
+    env = {**f.evidence, **ar.params}
+    for k in ("comm_exposed_us", "comm_exposed_pct"):
+        if isinstance(env.get(k), (int, float)):
+            env[k] = float(env[k]) * scale
+    if compile_expr(ar.rule.assert_)(env):
+        f.evidence["severity_before_step_model"] = f.severity
+        f.severity = "info"
+        pct = env.get("comm_exposed_pct")
+        share = f" ({pct:.1f}% of the step)" if isinstance(pct, float) else ""
+        f.evidence["step_model_note"] = (
+            f"the transfer alone{share} is within the rule's bound: the rest is waiting, which the run's late-rank, "
+            "straggler or pipeline-stage finding explains"
         )

@@ -291,7 +291,8 @@ def test_point_to_point_sizes_come_from_hccl_raw() -> None:
 def test_recorded_hccl_wait_splits_exposed_communication(capsys: pytest.CaptureFixture[str]) -> None:
     """Stage-0 ranks of the pipeline fixture wait 83.3 ms per step (hccl_raw's wait_cost, median
     of the analysis steps) in their Receive from stage 1: COMM001 says that part is waiting for
-    the peer the per-link wait names, and keeps only the 6.7 ms transfer as its impact."""
+    the peer the per-link wait names, keeps only the 6.7 ms transfer as its impact, and is judged
+    again on the transfer alone."""
     import json
 
     from perflint.cli import main
@@ -303,3 +304,6 @@ def test_recorded_hccl_wait_splits_exposed_communication(capsys: pytest.CaptureF
     assert f["message"].endswith("of it, 83.3 ms per step is waiting for rank 2 to arrive (as the profiler recorded it) and 6.7 ms transfer")
     assert f["evidence"]["comm_wait_us"] == pytest.approx(83_300.0) and f["evidence"]["waited_for_rank"] == 2
     assert f["impact_us"] == pytest.approx(4 * 6_700.0)  # four analysis steps of transfer
+    # Judged on its transfer alone (6.7% of the step, under COMM001's 10%) the rule passes: the
+    # wait is STAGE001's root cause, so COMM001 is information here, and says why.
+    assert f["severity"] == "info" and f["evidence"]["step_model_note"].startswith("the transfer alone (6.7% of the step) is within the rule's bound")
