@@ -68,21 +68,32 @@ def build_gz(src_json: Path) -> Path:
     return dst
 
 
+def _stamp(d: Path) -> Path:
+    """The directory's meta file: beside it, so that the directory holds rank files only."""
+    return d.with_name(f"{d.name}.meta.json")
+
+
+def _cached_dir(d: Path, meta: dict[str, object]) -> bool:
+    """Whether `d` holds what `meta` describes (its stamp says so); if not, `d` is made empty."""
+    try:
+        if json.loads(_stamp(d).read_text()) == meta:
+            return True
+    except (OSError, ValueError):
+        pass
+    if d.exists():
+        shutil.rmtree(d)
+    d.mkdir(parents=True)
+    return False
+
+
 def build_rank_dir(src: Path, workdir: Path, ranks: int, name: str | None = None) -> Path:
     """``ranks`` copies of the source trace, distributedInfo.rank = 0..ranks-1, in
     ``workdir/name`` (default ``ranks<N>``)."""
     d = workdir / (name or f"ranks{ranks}")
     meta = {"src": _digest(src), "ranks": ranks}
-    stamp = workdir / f"{d.name}.meta.json"  # outside d: the directory holds rank files only
-    try:
-        if json.loads(stamp.read_text()) == meta:
-            return d
-    except (OSError, ValueError):
-        pass
+    if _cached_dir(d, meta):
+        return d
     log(f"  writing {ranks}-rank directory {d.name}/ ...")
-    if d.exists():
-        shutil.rmtree(d)
-    d.mkdir(parents=True)
     try:
         import orjson  # fast when present (it is in the project's venv)
         loads, dumps = orjson.loads, orjson.dumps
@@ -105,7 +116,7 @@ def build_rank_dir(src: Path, workdir: Path, ranks: int, name: str | None = None
                  for k, v in trace.items()]
         with open(d / f"rank{r}.json", "wb") as f:
             f.write(b"{" + b",".join(parts) + b"}\n")
-    stamp.write_text(json.dumps(meta))
+    _stamp(d).write_text(json.dumps(meta))
     return d
 
 
@@ -115,16 +126,9 @@ def build_job_dir(sources: list[Path], workdir: Path, ranks: int) -> Path:
     a ``.json.gz`` (gzip level GZ_LEVEL), in ``workdir/job<ranks>``; cached like the others."""
     d = workdir / f"job{ranks}"
     meta = {"src": [_digest(s) for s in sources], "ranks": ranks, "level": GZ_LEVEL}
-    stamp = workdir / f"{d.name}.meta.json"  # outside d: the directory holds rank files only
-    try:
-        if json.loads(stamp.read_text()) == meta:
-            return d
-    except (OSError, ValueError):
-        pass
+    if _cached_dir(d, meta):
+        return d
     log(f"  writing {ranks}-rank job {d} ...")
-    if d.exists():
-        shutil.rmtree(d)
-    d.mkdir(parents=True)
     docs = []
     for src in sources:
         opener = gzip.open if src.name.endswith(".gz") else open
@@ -136,7 +140,7 @@ def build_job_dir(sources: list[Path], workdir: Path, ranks: int) -> Path:
         doc["distributedInfo"] = {**(info if isinstance(info, dict) else {}), "rank": r, "world_size": ranks}
         with open(d / f"rank{r}.json.gz", "wb") as f:
             f.write(gzip.compress(json.dumps(doc, separators=(",", ":")).encode(), GZ_LEVEL))
-    stamp.write_text(json.dumps(meta))
+    _stamp(d).write_text(json.dumps(meta))
     return d
 
 
