@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -44,3 +45,16 @@ def tail(path: Path, n: int = 800) -> str:
     except OSError:
         return ""
     return data.decode("utf-8", "replace").strip()
+
+
+def write_section(path: Path, section: str, text: str) -> None:
+    """`text` as the section of `path` headed `section` (a "## ..." line): the old section is
+    replaced up to the next "## " heading, or `text` is appended."""
+    doc = path.read_text()
+    if section in doc:
+        head, rest = doc.split(section, 1)
+        nxt = re.search(r"^## ", rest, re.M)
+        doc = head + text + ("\n" + rest[nxt.start() :] if nxt else "")
+    else:
+        doc = doc.rstrip("\n") + "\n\n" + text
+    path.write_text(doc)

@@ -16,12 +16,13 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import re
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from common import write_section
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = Path(os.environ.get("PERFLINT_SHARED", ROOT.parent / "shared")) / "traces" / "pipit" / "cloverleaf-nsys" / "perlmutter-cloverleaf-cuda.sqlite"
@@ -101,18 +102,6 @@ def table(big: Path, results: list[tuple[str, float, float]], repeat: int) -> st
     return "\n".join(lines)
 
 
-def write(text: str) -> None:
-    path = ROOT / "BENCHMARKS.md"
-    doc = path.read_text()
-    if SECTION in doc:
-        head, rest = doc.split(SECTION, 1)
-        nxt = re.search(r"^## ", rest, re.M)
-        doc = head + text + ("\n" + rest[nxt.start():] if nxt else "")
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + text
-    path.write_text(doc)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/perflint-nsys-bench"))
@@ -124,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     text = table(big, run(big, args.repeat), args.repeat)
     print(text)
     if not args.no_write:
-        write(text)
+        write_section(ROOT / "BENCHMARKS.md", SECTION, text)
     return 0
 
 

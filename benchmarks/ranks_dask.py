@@ -28,7 +28,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from common import MB, REPO, log
+from common import MB, REPO, SHARED, log, write_section
 from measure import Run, machine_info, perflint_version, run_once
 from prepare import build_job_dir
 
@@ -219,24 +219,13 @@ def _noise(rows: list[dict[str, object]]) -> str:
     return text + "."
 
 
-def write(text: str, path: Path) -> None:
-    doc = path.read_text()
-    if SECTION in doc:
-        head, rest = doc.split(SECTION, 1)
-        nxt = re.search(r"^## ", rest, re.M)
-        doc = head + text + ("\n" + rest[nxt.start() :] if nxt else "")
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + text
-    path.write_text(doc)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", type=lambda s: [int(x) for x in s.split(",")], default=[64, 256, 1024], help="job sizes (default 64,256,1024)")
     ap.add_argument("--workers", type=int, default=2, help="dask workers / --jobs (default 2)")
     ap.add_argument("--repeats", type=int, default=1, help="runs of each command per size (default 1)")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/perflint-dask-bench"), help="where the rank files go")
-    ap.add_argument("--shared", type=Path, default=REPO.parent / "shared", help="the shared/ directory (default <repo>/../shared)")
+    ap.add_argument("--shared", type=Path, default=SHARED, help="the shared/ directory (default $PERFLINT_SHARED, else <repo>/../shared)")
     ap.add_argument("--python", default=sys.executable, help="interpreter for perflint (default: this one)")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per run (default 3600)")
     ap.add_argument("--out", type=Path, default=REPO / "BENCHMARKS.md")
@@ -247,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     text = table(args, run(args))
     print(text)
     if not args.no_write:
-        write(text, args.out)
+        write_section(args.out, SECTION, text)
     if args.clean:
         shutil.rmtree(args.workdir, ignore_errors=True)
     return 0
